@@ -1,0 +1,170 @@
+"""The ``aw-mcp`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from aw_mcp import __version__
+from aw_mcp.config import ServeSettings
+from aw_mcp.yaml_files import DataFileError
+
+log = logging.getLogger("aw_mcp")
+
+
+def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve simulated tools over MCP (stdio by default)",
+        description="Serve simulated tools to MCP clients. Flags override AW_MCP_* variables.",
+        argument_default=argparse.SUPPRESS,  # unset flags leave env/defaults in charge
+    )
+    p.add_argument(
+        "--simulator",
+        action="append",
+        metavar="NAME|FILE",
+        help="a bundled domain (terminal, ...) or a domain YAML file; repeatable "
+        "(default: terminal)",
+    )
+    p.add_argument(
+        "--world",
+        type=Path,
+        metavar="FILE.yaml",
+        help="extra world facts (same shape as a domain's world: block)",
+    )
+    p.add_argument(
+        "--faults",
+        action="append",
+        type=Path,
+        metavar="FILE.yaml",
+        help="a fault scenario file; repeatable",
+    )
+    p.add_argument(
+        "--profile",
+        choices=["default", "agentworld"],
+        help="prompt format: default, or the format Qwen-AgentWorld was trained on",
+    )
+    p.add_argument("--transport", choices=["stdio", "http"])
+    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    p.add_argument("--engine", choices=["llama-cpp"])
+    p.add_argument(
+        "--model",
+        type=Path,
+        metavar="PATH",
+        help="GGUF model file (default: the embedded SmolLM2-135M-Instruct)",
+    )
+    p.add_argument("--n-ctx", dest="n_ctx", type=int, help="context window in tokens")
+    p.add_argument("--threads", type=int, help="CPU threads for inference (default: all)")
+    p.add_argument(
+        "--n-gpu-layers",
+        dest="n_gpu_layers",
+        type=int,
+        help="layers to offload to the GPU (-1: all; needs a GPU build)",
+    )
+    p.add_argument(
+        "--kv-snapshot-mb",
+        dest="kv_snapshot_mb",
+        type=int,
+        help="memory for idle episodes' KV snapshots (default 1024)",
+    )
+    p.add_argument(
+        "--record-dir",
+        dest="record_dir",
+        type=Path,
+        metavar="DIR",
+        help="append every call to DIR/<episode>.jsonl",
+    )
+    p.add_argument(
+        "--no-replay-read-only",
+        dest="replay_read_only",
+        action="store_false",
+        help="always ask the model, even for a repeated read-only call",
+    )
+    p.add_argument("--log-level", dest="log_level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    overrides = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
+    settings = ServeSettings(**overrides)
+    _configure_logging(settings.log_level)
+    from aw_mcp.runtime import build_simulator
+    from aw_mcp.server.app import build_server
+    from aw_mcp.server.transports import serve_http, serve_stdio
+
+    simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
+    server = build_server(simulator)
+    log.info(
+        "aw-mcp %s: %d tools from %s on %s",
+        __version__,
+        len(simulator.catalogue),
+        ", ".join(d.name for d in simulator.catalogue.domains),
+        simulator.engine.name,
+    )
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            # Load the model in the background: tools/list answers at once, calls wait.
+            tg.start_soon(simulator.engine.start)
+            if settings.transport == "http":
+                await serve_http(server, settings.host, settings.port)
+            else:
+                await serve_stdio(server)
+            tg.cancel_scope.cancel()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)
+    return 0
+
+
+def _list_simulators(args: argparse.Namespace) -> int:
+    from aw_mcp.domain.loader import bundled_domain_names, load_domain
+
+    for name in bundled_domain_names():
+        domain = load_domain(name)
+        print(f"{name:12} {len(domain.tools):3} tools  {domain.description}")
+    return 0
+
+
+def _configure_logging(level: str) -> None:
+    # stderr only: on stdio, stdout is the MCP wire.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aw-mcp", description="MCP server of simulated worlds answered by a world model."
+    )
+    parser.add_argument("--version", action="version", version=f"aw-mcp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_serve_parser(sub)
+    p = sub.add_parser("simulators", help="list the bundled simulated domains")
+    p.set_defaults(handler=_list_simulators)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except DataFileError as exc:
+        print(f"aw-mcp: invalid file\n{exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"aw-mcp: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Pydantic models of a domain file: the tools a simulated world offers and how to simulate it.
+
+A domain is data (``simulators/*.yaml``), never a code path of its own. Tool fields use the
+MCP wire names (``inputSchema``, ``outputSchema``) so a ``tools/list`` capture of a real server
+pastes in unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
+
+
+def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+    return schema
+
+
+class ToolSimulation(BaseModel):
+    """Hints for the world model about one tool (ours, not part of the MCP wire format)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guidance: str | None = Field(
+        default=None, description="What a real observation of this tool looks like."
+    )
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)
+
+
+class ToolSpec(BaseModel):
+    """One tool, as on the wire in ``tools/list``, plus optional simulation hints."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    title: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}, alias="inputSchema"
+    )
+    output_schema: dict[str, Any] | None = Field(default=None, alias="outputSchema")
+    annotations: dict[str, Any] | None = None
+    simulation: ToolSimulation = Field(default_factory=ToolSimulation)
+
+    _check_schemas = field_validator("input_schema", "output_schema")(_check_json_schema)
+
+    @field_validator("input_schema")
+    @classmethod
+    def _input_is_object(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if schema.get("type", "object") != "object":
+            raise ValueError('an MCP inputSchema must have "type": "object"')
+        return schema
+
+    @property
+    def read_only(self) -> bool:
+        return bool((self.annotations or {}).get("readOnlyHint", False))
+
+
+class ToolCall(BaseModel):
+    """An action: a tool name and its arguments."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Demonstration(ToolCall):
+    """A worked example turn shown to the world model before the episode's own history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    observation: str
+
+
+class WorldSpec(BaseModel):
+    """The initial world: facts the model must respect for the whole episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    facts: dict[str, Any] = Field(
+        default_factory=dict, description="Named facts: host name, user, working directory..."
+    )
+    notes: list[str] = Field(default_factory=list, description="Free-form facts, one a line.")
+
+    def merged(self, other: WorldSpec) -> WorldSpec:
+        """This world with ``other``'s facts layered on top (a user's --world file wins)."""
+        return WorldSpec(facts={**self.facts, **other.facts}, notes=[*self.notes, *other.notes])
+
+
+class GenerationDefaults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(default=256, ge=1, le=32768)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    stop: list[str] = Field(default_factory=list)
+
+
+class DomainSpec(BaseModel):
+    """A simulated world: its tools, the world model's instructions and its initial state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    title: str | None = None
+    description: str = ""
+    instructions: str = Field(min_length=1, description="The world model's system prompt.")
+    world: WorldSpec = Field(default_factory=WorldSpec)
+    generation: GenerationDefaults = Field(default_factory=GenerationDefaults)
+    tools: list[ToolSpec] = Field(min_length=1)
+    demonstrations: list[Demonstration] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_unique_and_demos_known(self) -> DomainSpec:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in seen:
+                raise ValueError(f"tool {tool.name!r} is defined twice")
+            seen.add(tool.name)
+        for demo in self.demonstrations:
+            if demo.tool not in seen:
+                raise ValueError(f"demonstration uses unknown tool {demo.tool!r}")
+        return self
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)

@@ -1,0 +1,104 @@
+"""The engine seam: chat messages in, text out. Every backend implements ``Engine``.
+
+An engine knows nothing of MCP, tools or faults. It receives the messages an episode built,
+renders them with its model's own chat format, and generates. Engines that keep state between
+calls (the KV cache) key it by ``GenerationRequest.cache_key`` so one episode's history is
+evaluated once, not on every step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant"]
+
+
+class ChatMessage(BaseModel):
+    role: Role
+    content: str
+
+
+class GenerationRequest(BaseModel):
+    messages: list[ChatMessage]
+    max_tokens: int = Field(default=256, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    stop: list[str] = Field(default_factory=list)
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = Field(
+        default=None, description="Constrain the output to JSON valid against this schema."
+    )
+    cache_key: str | None = Field(
+        default=None, description="Whose KV state this continues (one per episode)."
+    )
+
+
+class GenerationStats(BaseModel):
+    """What one generation cost, by the engine's own counters."""
+
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens whose KV state was already in the cache."
+    )
+    evaluated_prompt_tokens: int = Field(default=0, description="Prompt tokens actually run.")
+    completion_tokens: int = 0
+    restored_snapshot: bool = Field(
+        default=False, description="The episode's KV state was restored from a snapshot."
+    )
+    seconds: float = 0.0
+
+
+FinishReason = Literal["stop", "length", "cancelled"]
+
+
+class GenerationResult(BaseModel):
+    text: str
+    finish_reason: FinishReason
+    stats: GenerationStats = Field(default_factory=GenerationStats)
+
+
+class EngineError(RuntimeError):
+    """The backend failed (could not load, died, refused). The message is shown to the agent."""
+
+
+@dataclass
+class GenerationControl:
+    """Shared between the event loop and the worker thread running one generation."""
+
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    on_token: Callable[[int], None] | None = None  # called with the count of tokens so far
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A text generator. Implementations must be safe to call from many tasks at once."""
+
+    name: str
+
+    @property
+    def context_window(self) -> int:
+        """How many tokens a prompt plus its completion may hold."""
+        ...
+
+    async def start(self) -> None:
+        """Load the model (idempotent). Called in the background at server start."""
+        ...
+
+    async def count_tokens(self, messages: list[ChatMessage]) -> int:
+        """Tokens the rendered prompt takes (used to keep histories inside the window)."""
+        ...
+
+    async def generate(
+        self, request: GenerationRequest, control: GenerationControl | None = None
+    ) -> GenerationResult:
+        """Generate a completion. Cancelling the awaiting task stops generation promptly."""
+        ...
+
+    async def aclose(self) -> None: ...

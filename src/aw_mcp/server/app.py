@@ -1,0 +1,106 @@
+"""The MCP surface: tools/list and tools/call on the low-level ``mcp.server.Server``.
+
+Tools come from data (domain files, captures), so the low-level server is used: it serves
+inputSchema/outputSchema exactly as given. This module owns the MCP error contract:
+- unknown tool -> JSON-RPC -32602 (a protocol error, as the spec asks);
+- arguments that break the inputSchema -> an ``isError`` result naming each problem;
+- world-model failure -> an ``isError`` result with the reason (and a log line);
+- anything unexpected -> an ``isError`` result too: a call never ends as an opaque -32603.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp import MCPError, types
+from mcp.server import Server
+
+from aw_mcp import __version__
+from aw_mcp.answers import ToolAnswer
+from aw_mcp.catalogue import ServedTool
+from aw_mcp.server.arguments import argument_errors
+from aw_mcp.server.episode_identity import episode_id_for
+from aw_mcp.simulator import RpcFaultError, WorldSimulator
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "aw-mcp"
+
+
+def wire_tool(served: ServedTool) -> types.Tool:
+    spec = served.spec
+    return types.Tool(
+        name=served.public_name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations.model_validate(spec.annotations)
+        if spec.annotations
+        else None,
+    )
+
+
+def call_result(answer: ToolAnswer) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=answer.text)],
+        structured_content=answer.structured,
+        is_error=answer.is_error,
+    )
+
+
+def error_result(message: str) -> types.CallToolResult:
+    return call_result(ToolAnswer(text=message, is_error=True))
+
+
+def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
+    catalogue = simulator.catalogue
+    tools = [wire_tool(t) for t in catalogue]
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None):
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        served = catalogue.get(params.name)
+        if served is None:
+            known = ", ".join(catalogue.names())
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
+            )
+        episode_id = episode_id_for(ctx)
+        arguments = params.arguments if params.arguments is not None else {}
+        problems = argument_errors(served.spec.input_schema, arguments)
+        if problems:
+            message = f"Invalid arguments for tool {params.name}: " + "; ".join(problems)
+            log.info("episode %r: %s", episode_id, message)
+            simulator.reject(episode_id, served, arguments, message)
+            return error_result(message)
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            try:
+                await ctx.session.report_progress(done, total, message)
+            except Exception as exc:  # a client gone away must not fail the call
+                log.debug("progress notification not sent: %s", exc)
+
+        try:
+            answer = await simulator.call(episode_id, served, arguments, progress)
+        except RpcFaultError as exc:
+            raise MCPError(
+                code=exc.fault.code, message=exc.fault.message, data=exc.fault.data
+            ) from None
+        except Exception as exc:
+            log.exception("unexpected failure in %s (episode %r)", params.name, episode_id)
+            return error_result(
+                f"aw-mcp internal error while simulating {params.name}: {type(exc).__name__}: {exc}"
+            )
+        return call_result(answer)
+
+    return Server(
+        name,
+        version=__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
+    )
