@@ -1,0 +1,29 @@
+"""Shared fixtures. The real embedded model (SmolLM2-135M-Instruct GGUF, CPU) is loaded once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def small_embedded_engine(**overrides) -> LlamaCppEngine:
+    """The embedded model with settings sized for tests (2 threads: CI has 2 cores)."""
+    options = {"n_ctx": 4096, "n_threads": 2, **overrides}
+    return LlamaCppEngine(LlamaCppOptions(**options))
+
+
+@pytest.fixture
+def embedded_engine() -> LlamaCppEngine:
+    """A fresh engine on the real embedded GGUF (loading takes ~0.1 s: mmap)."""
+    return small_embedded_engine()
