@@ -7,7 +7,9 @@ What keeps a step cheap (see shared/notes/local-inference.md):
   A's KV state with the per-sequence state API (a few ms) and restores B's, so neither
   history is evaluated again. Snapshots are kept in an LRU bounded by bytes.
 - ``Llama`` is not thread-safe (concurrent calls abort the process), so all model work runs
-  in worker threads serialized by one lock; the event loop never blocks on inference.
+  in worker threads, one at a time; waiting requests take turns round-robin across episodes
+  (``FairScheduler``) and the event loop never blocks on inference. ``EnginePool`` spreads
+  episodes over several instances (``--instances N``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,10 @@ from aw_mcp.engines.base import (
     GenerationStats,
 )
 from aw_mcp.engines.chat_format import ChatRenderer
+from aw_mcp.engines.counters import EngineCounters
+from aw_mcp.engines.scheduler import FairScheduler
+from aw_mcp.engines.sequences import common_prefix as _common_prefix
+from aw_mcp.engines.sequences import first_stop as _first_stop
 
 log = logging.getLogger(__name__)
 
@@ -75,21 +81,6 @@ class _Snapshot:
     nbytes: int
 
 
-@dataclass
-class EngineCounters:
-    """Totals since start, for tests and benchmarks."""
-
-    generations: int = 0
-    prompt_tokens: int = 0
-    evaluated_prompt_tokens: int = 0
-    reused_prompt_tokens: int = 0
-    completion_tokens: int = 0
-    snapshot_saves: int = 0
-    snapshot_restores: int = 0
-    snapshot_evictions: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
-
-
 class LlamaCppEngine:
     name = "llama.cpp"
 
@@ -101,6 +92,10 @@ class LlamaCppEngine:
         self._load_error: EngineError | None = None
         self._loaded = anyio.Event()
         self._loading = False
+        # Requests take turns fairly across episodes (round-robin by cache key); the lock
+        # also guards the model because a cancelled request returns before its worker thread
+        # has seen the cancel flag, so the next turn may start while it winds down.
+        self.scheduler = FairScheduler(self.name)
         self._model_lock = threading.Lock()  # one thread in the model at a time
         self._active_key: str | None = None  # whose tokens are in the live KV cache
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
@@ -212,16 +207,17 @@ class LlamaCppEngine:
             )
         grammar = self._grammar_for(request.json_schema) if request.json_schema else None
         try:
-            # abandon_on_cancel: a cancelled request returns at once; the worker sees the
-            # cancel flag at its next token and releases the model.
-            return await anyio.to_thread.run_sync(
-                self._generate_blocking,
-                tokens,
-                request,
-                control,
-                grammar,
-                abandon_on_cancel=True,
-            )
+            async with self.scheduler.turn(request.cache_key):
+                # abandon_on_cancel: a cancelled request returns at once; the worker sees the
+                # cancel flag at its next token and releases the model.
+                return await anyio.to_thread.run_sync(
+                    self._generate_blocking,
+                    tokens,
+                    request,
+                    control,
+                    grammar,
+                    abandon_on_cancel=True,
+                )
         except anyio.get_cancelled_exc_class():
             control.cancel()
             raise
@@ -364,23 +360,4 @@ class LlamaCppEngine:
             )
 
     def _count(self, stats: GenerationStats) -> None:
-        c = self.counters
-        c.generations += 1
-        c.prompt_tokens += stats.prompt_tokens
-        c.evaluated_prompt_tokens += stats.evaluated_prompt_tokens
-        c.reused_prompt_tokens += stats.reused_prompt_tokens
-        c.completion_tokens += stats.completion_tokens
-
-
-def _common_prefix(a: Any, b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _first_stop(text: str, stops: list[str]) -> int | None:
-    positions = [i for s in stops if (i := text.find(s)) >= 0]
-    return min(positions) if positions else None
+        self.counters.add_generation(stats)

@@ -13,11 +13,16 @@ Two profiles render the same content: ``default`` (plain, for small local models
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, ClassVar
 
 from aw_mcp.domain.models import DomainSpec, ToolCall, ToolSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
+from aw_mcp.engines.reasoning import (
+    OBSERVATION_CLOSE,
+    OBSERVATION_OPEN,
+    answer_text,
+)
+from aw_mcp.engines.reasoning import strip_reasoning as strip_reasoning  # re-export
 from aw_mcp.episode.episode import Turn
 
 MAX_SUMMARIZED_ACTIONS = 40
@@ -35,7 +40,7 @@ class PromptProfile:
     def system_message(
         self, domain: DomainSpec, tools: list[ToolSpec], world: WorldSpec, omitted: list[Turn]
     ) -> str:
-        parts = [domain.instructions.strip()]
+        parts = [self.role_section(domain)]
         parts.append(
             "# Tools the agent can call\n" + "\n".join(self.describe_tool(t) for t in tools)
         )
@@ -45,14 +50,20 @@ class PromptProfile:
                 "# World facts\nThese are true at the start and stay true unless the "
                 "history changes them:\n" + facts
             )
-        parts.append(
+        parts.append(self.answer_section())
+        if omitted:
+            parts.append(self.describe_omitted(omitted))
+        return "\n\n".join(parts)
+
+    def role_section(self, domain: DomainSpec) -> str:
+        return domain.instructions.strip()
+
+    def answer_section(self) -> str:
+        return (
             "# How to answer\nEach user message is one action the agent took. Reply with "
             "exactly what the environment returns for it: the raw observation, no commentary, "
             "no explanation, no markdown fences. Stay consistent with every earlier observation."
         )
-        if omitted:
-            parts.append(self.describe_omitted(omitted))
-        return "\n\n".join(parts)
 
     def describe_tool(self, tool: ToolSpec) -> str:
         summary = (tool.description or tool.title or "").strip().splitlines()
@@ -98,15 +109,44 @@ class PromptProfile:
         return observation
 
     def extract_observation(self, output: str) -> str:
-        """The observation inside raw model output (profiles for reasoning models override)."""
-        return strip_reasoning(output).strip("\n")
+        """The observation inside raw model output: thinking dropped, and the last
+        ``<predicted_observation>`` block taken when the model wrote one."""
+        return answer_text(output).strip("\n")
 
 
 class AgentWorldProfile(PromptProfile):
-    """Qwen-AgentWorld's conversation shape: ``### Turn k`` actions, marked observations."""
+    """The conversation shape Qwen-AgentWorld was trained and evaluated on (AgentWorldBench).
+
+    - system: the domain's world-model prompt, headed ``# Role and Objective``, ending with
+      output requirements that ask for reasoning first and the observation inside
+      ``<predicted_observation>`` tags (the contract of the model's own domain prompts);
+    - each past step: a user message ``### Turn k`` / ``**Action:**`` / a fenced JSON tool
+      call, and an assistant message ``**Environment Observation:**`` + the observation;
+    - the current step: a final user message of the same shape.
+
+    Actions are always written as MCP tool calls (``{"name": ..., "arguments": ...}``), the
+    shape of the model's MCP domain. Its Terminal domain writes actions as keystroke lists
+    (``[{"keystrokes": "ls\\n", "duration": 0.1}]``) and expects a terminal screen back; our
+    terminal tools are MCP tools whose observations are command output, so we keep the tool
+    call shape there too rather than translate calls into keystrokes.
+    """
 
     name: ClassVar[str] = "agentworld"
     OBSERVATION_MARKER = "**Environment Observation:**\n"
+
+    def role_section(self, domain: DomainSpec) -> str:
+        return "# Role and Objective\n\n" + domain.instructions.strip()
+
+    def answer_section(self) -> str:
+        return (
+            "# Output Requirements\n\n"
+            "Each user message gives one turn: the action the agent just took in this "
+            "environment. Predict the observation the real environment returns for it, "
+            "consistent with the world facts and every earlier turn. Think it through first; "
+            f"then write the complete observation inside {OBSERVATION_OPEN}"
+            f"{OBSERVATION_CLOSE} tags, exactly as the environment would show it, with no "
+            "commentary inside the tags."
+        )
 
     def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
         call = compact_json({"name": action.tool, "arguments": action.arguments})
@@ -119,27 +159,14 @@ class AgentWorldProfile(PromptProfile):
         return self.OBSERVATION_MARKER + observation
 
     def extract_observation(self, output: str) -> str:
-        text = strip_reasoning(output)
-        blocks = re.findall(
-            r"<predicted_observation>(.*?)(?:</predicted_observation>|$)", text, flags=re.S
-        )
-        if blocks:
-            text = blocks[-1]
-        text = text.strip("\n")
-        if text.startswith(self.OBSERVATION_MARKER.strip()):
-            text = text[len(self.OBSERVATION_MARKER.strip()) :].lstrip("\n")
+        text = super().extract_observation(output)
+        marker = self.OBSERVATION_MARKER.strip()
+        if text.startswith(marker):
+            text = text[len(marker) :].lstrip("\n")
         return text
 
 
 PROFILES: dict[str, type[PromptProfile]] = {p.name: p for p in (PromptProfile, AgentWorldProfile)}
-
-
-def strip_reasoning(text: str) -> str:
-    """Drop ``<think>...</think>`` blocks; an unclosed one drops everything after it."""
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
-    if "</think>" in text:  # a template that opened the block in the prompt
-        text = text.split("</think>", 1)[1]
-    return re.sub(r"<think>.*\Z", "", text, flags=re.S)
 
 
 def build_messages(

@@ -1,0 +1,42 @@
+"""Counters an engine keeps since start: what tests and benchmarks read to see KV reuse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from aw_mcp.engines.base import GenerationStats
+
+
+@dataclass
+class EngineCounters:
+    """Totals since start, for tests and benchmarks."""
+
+    generations: int = 0
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    snapshot_saves: int = 0
+    snapshot_restores: int = 0
+    snapshot_evictions: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def add_generation(self, stats: GenerationStats) -> None:
+        self.generations += 1
+        self.prompt_tokens += stats.prompt_tokens
+        self.evaluated_prompt_tokens += stats.evaluated_prompt_tokens
+        self.reused_prompt_tokens += stats.reused_prompt_tokens
+        self.completion_tokens += stats.completion_tokens
+
+    @classmethod
+    def total(cls, parts: list[EngineCounters]) -> EngineCounters:
+        """The sum of several instances' counters (an engine pool reports one total)."""
+        result = cls()
+        for part in parts:
+            for f in fields(cls):
+                if f.name == "extra":
+                    for key, value in part.extra.items():
+                        result.extra[key] = result.extra.get(key, 0) + value
+                else:
+                    setattr(result, f.name, getattr(result, f.name) + getattr(part, f.name))
+        return result
