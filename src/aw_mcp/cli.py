@@ -53,7 +53,13 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--transport", choices=["stdio", "http"])
     p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="HTTP port (default 8765)")
-    p.add_argument("--engine", choices=["llama-cpp"])
+    p.add_argument(
+        "--engine",
+        choices=["llama-cpp", "transformers", "openai"],
+        help="llama-cpp (GGUF, default), transformers (HF model on CUDA or CPU; "
+        "pip install 'aw-mcp[transformers]') or openai (an OpenAI-compatible server: vLLM, "
+        "SGLang, llama.cpp)",
+    )
     p.add_argument(
         "--model",
         type=Path,
@@ -73,6 +79,82 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         dest="kv_snapshot_mb",
         type=int,
         help="memory for idle episodes' KV snapshots (default 1024)",
+    )
+    p.add_argument(
+        "--instances",
+        type=int,
+        help="local engines: copies of the model serving episodes side by side (default 1)",
+    )
+    tf = p.add_argument_group("transformers engine")
+    tf.add_argument(
+        "--hf-model",
+        dest="hf_model",
+        metavar="ID|DIR",
+        help="Hugging Face model id or local folder (default: --model, or the embedded GGUF)",
+    )
+    tf.add_argument(
+        "--gguf-file",
+        dest="gguf_file",
+        metavar="NAME",
+        help="load this GGUF file from --hf-model with transformers' GGUF loader",
+    )
+    tf.add_argument("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
+    tf.add_argument("--dtype", choices=["auto", "float32", "float16", "bfloat16"])
+    tf.add_argument(
+        "--device-map", dest="device_map", help='"auto" spreads the model over all GPUs'
+    )
+    tf.add_argument(
+        "--trust-remote-code",
+        dest="trust_remote_code",
+        action="store_true",
+        help="allow model code from the model's repository",
+    )
+    oa = p.add_argument_group("openai engine")
+    oa.add_argument(
+        "--base-url", dest="base_url", help="server URL (default http://127.0.0.1:8000/v1)"
+    )
+    oa.add_argument(
+        "--model-name",
+        dest="model_name",
+        help="served model name (default: the first the server lists)",
+    )
+    oa.add_argument(
+        "--api-key-env",
+        dest="api_key_env",
+        metavar="VAR",
+        help="environment variable with the API key (default AW_MCP_OPENAI_API_KEY, "
+        "then OPENAI_API_KEY)",
+    )
+    oa.add_argument("--connect-timeout", dest="connect_timeout", type=float, metavar="S")
+    oa.add_argument(
+        "--read-timeout",
+        dest="read_timeout",
+        type=float,
+        metavar="S",
+        help="longest silence while an answer streams (default 300)",
+    )
+    oa.add_argument(
+        "--request-timeout",
+        dest="request_timeout",
+        type=float,
+        metavar="S",
+        help="limit on a whole call, retries included (default: none)",
+    )
+    oa.add_argument("--max-retries", dest="max_retries", type=int)
+    oa.add_argument("--concurrency", type=int, help="requests in flight to the server (default 64)")
+    oa.add_argument(
+        "--reasoning-budget",
+        dest="reasoning_budget",
+        type=int,
+        metavar="TOKENS",
+        help="tokens a reasoning model may think with, on top of each tool's observation "
+        "budget (Qwen-AgentWorld: several thousand)",
+    )
+    oa.add_argument(
+        "--json-mode",
+        dest="json_mode",
+        choices=["json_schema", "json_object", "off"],
+        help="how outputSchema constraints are sent (default json_schema)",
     )
     p.add_argument(
         "--record-dir",

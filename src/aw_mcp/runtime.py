@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
@@ -13,6 +15,25 @@ from aw_mcp.simulator import SimulatorSettings, WorldSimulator
 
 
 def make_engine(settings: ServeSettings) -> Engine:
+    """The configured engine; local engines with ``instances > 1`` become an EnginePool."""
+    if settings.engine == "openai":
+        if settings.instances > 1:
+            raise ValueError(
+                "--instances is for local engines; an OpenAI-compatible server batches "
+                "concurrent requests itself (raise --concurrency instead)"
+            )
+        return _openai_engine(settings)
+    if settings.instances == 1:
+        return _local_engine(settings, settings.threads)
+    from aw_mcp.engines.pool import EnginePool
+
+    # The instances share the cores: each gets its part of them.
+    cores = settings.threads or os.cpu_count() or 1
+    threads = max(1, cores // settings.instances)
+    return EnginePool([_local_engine(settings, threads) for _ in range(settings.instances)])
+
+
+def _local_engine(settings: ServeSettings, threads: int | None) -> Engine:
     if settings.engine == "llama-cpp":
         from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
@@ -20,12 +41,48 @@ def make_engine(settings: ServeSettings) -> Engine:
             LlamaCppOptions(
                 model_path=settings.model,
                 n_ctx=settings.n_ctx,
-                n_threads=settings.threads,
+                n_threads=threads,
                 n_gpu_layers=settings.n_gpu_layers,
                 snapshot_budget_bytes=settings.kv_snapshot_mb << 20,
             )
         )
+    if settings.engine == "transformers":
+        from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
+
+        return TransformersEngine(
+            TransformersOptions(
+                model=settings.hf_model or settings.model,
+                gguf_file=settings.gguf_file,
+                device=settings.device,
+                dtype=settings.dtype,
+                device_map=settings.device_map,
+                n_ctx=settings.n_ctx,
+                n_threads=threads,
+                cache_budget_bytes=settings.kv_snapshot_mb << 20,
+                trust_remote_code=settings.trust_remote_code,
+            )
+        )
     raise ValueError(f"unknown engine {settings.engine!r}")
+
+
+def _openai_engine(settings: ServeSettings) -> Engine:
+    from aw_mcp.engines.openai_compat import OpenAICompatEngine, OpenAICompatOptions
+
+    return OpenAICompatEngine(
+        OpenAICompatOptions(
+            base_url=settings.base_url,
+            model=settings.model_name,
+            api_key_env=settings.api_key_env,
+            context_window=settings.n_ctx,
+            connect_timeout_s=settings.connect_timeout,
+            read_timeout_s=settings.read_timeout,
+            total_timeout_s=settings.request_timeout,
+            max_retries=settings.max_retries,
+            concurrency=settings.concurrency,
+            reasoning_budget=settings.reasoning_budget,
+            json_mode=settings.json_mode,
+        )
+    )
 
 
 def make_faults(settings: ServeSettings) -> FaultLayer:

@@ -209,9 +209,14 @@ class TransformersEngine:
 
     async def aclose(self) -> None:
         with self._model_lock:
-            self._caches.clear()
-            self._cache_bytes = 0
+            self.forget_caches()
             self._model = None
+
+    def forget_caches(self) -> None:
+        """Drop every episode's KV cache (they re-evaluate their history next time)."""
+        self._caches.clear()
+        self._cache_bytes = 0
+        self._last_key = None
 
     # -- prompts ---------------------------------------------------------------------------
 

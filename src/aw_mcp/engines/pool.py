@@ -1,0 +1,90 @@
+"""Several instances of one local engine serving many episodes (``--instances N``).
+
+Each instance is a full model with its own KV cache, snapshots and fair queue. An episode is
+routed to the instance that holds its KV state (its "home"): moving it would re-evaluate its
+whole history there, which costs far more than waiting a turn. A new episode goes to the
+instance with the least work (running plus queued requests), ties to the one with the fewest
+episodes. Homes are remembered in an LRU as large as the episode store.
+
+On a CPU the instances share the cores (give each ``threads / N``); the gain is that one
+long generation no longer blocks every other episode. On GPUs, one instance per device.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from aw_mcp.engines.base import (
+    ChatMessage,
+    Engine,
+    GenerationControl,
+    GenerationRequest,
+    GenerationResult,
+)
+from aw_mcp.engines.counters import EngineCounters
+
+
+class EnginePool:
+    def __init__(self, instances: Sequence[Engine], max_homes: int = 100_000):
+        if not instances:
+            raise ValueError("an engine pool needs at least one instance")
+        self.instances = list(instances)
+        self.name = f"{self.instances[0].name} x{len(self.instances)}"
+        self.max_homes = max_homes
+        self._homes: OrderedDict[str, int] = OrderedDict()
+
+    @property
+    def context_window(self) -> int:
+        return min(e.context_window for e in self.instances)
+
+    @property
+    def counters(self) -> EngineCounters:
+        """All instances' counters added up."""
+        return EngineCounters.total(
+            [getattr(e, "counters", EngineCounters()) for e in self.instances]
+        )
+
+    async def start(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for engine in self.instances:
+                tg.start_soon(engine.start)
+
+    async def count_tokens(self, messages: list[ChatMessage]) -> int:
+        return await self.instances[0].count_tokens(messages)
+
+    async def generate(
+        self, request: GenerationRequest, control: GenerationControl | None = None
+    ) -> GenerationResult:
+        return await self.instances[self.route(request.cache_key)].generate(request, control)
+
+    def route(self, key: str | None) -> int:
+        """The instance for ``key``: its home, or the least busy one for a new episode."""
+        if key is not None and key in self._homes:
+            self._homes.move_to_end(key)
+            return self._homes[key]
+        episodes = Counter(self._homes.values())
+        index = min(
+            range(len(self.instances)),
+            key=lambda i: (_load(self.instances[i]), episodes[i], i),
+        )
+        if key is not None:
+            self._homes[key] = index
+            while len(self._homes) > self.max_homes:
+                self._homes.popitem(last=False)
+        return index
+
+    def home_of(self, key: str) -> int | None:
+        return self._homes.get(key)
+
+    async def aclose(self) -> None:
+        for engine in self.instances:
+            await engine.aclose()
+
+
+def _load(engine: Any) -> int:
+    scheduler = getattr(engine, "scheduler", None)
+    return scheduler.load if scheduler is not None else 0
