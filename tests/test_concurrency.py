@@ -1,0 +1,207 @@
+"""Many episodes at once: fair turns, no cross-talk, KV state swapped instead of recomputed."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from aw_mcp.config import ServeSettings
+from aw_mcp.engines.scheduler import FairScheduler
+from aw_mcp.runtime import build_simulator
+from aw_mcp.server.app import build_server
+from tests.conftest import small_embedded_engine
+from tests.engine_support import (
+    RecordingEngine,
+    free_port,
+    running_process,
+    serving_http,
+    write_tiny_domain,
+)
+
+EPISODES = 16
+STEPS = 3
+TAG = re.compile(r"ep(\d+)-step\d+")
+
+
+def _command(episode: int, step: int) -> str:
+    return f"echo ep{episode}-step{step}"
+
+
+# -- the fair queue ---------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_turns_go_round_robin_across_episodes():
+    scheduler = FairScheduler()
+    order: list[str] = []
+    release = anyio.Event()
+
+    async def request(key: str, label: str) -> None:
+        async with scheduler.turn(key):
+            order.append(label)
+            await anyio.sleep(0)
+
+    async with anyio.create_task_group() as tg:
+
+        async def holder() -> None:
+            async with scheduler.turn("holder"):
+                await release.wait()
+
+        tg.start_soon(holder)
+        await anyio.sleep(0.01)
+        # Episode A floods the queue before B and C ask once each.
+        for label, key in [("a1", "A"), ("a2", "A"), ("a3", "A"), ("b1", "B"), ("c1", "C")]:
+            tg.start_soon(request, key, label)
+            await anyio.sleep(0.01)  # fixes the arrival order
+        assert scheduler.waiting == 5
+        release.set()
+    assert order == ["a1", "b1", "c1", "a2", "a3"]
+    assert scheduler.max_waiting == 5
+    assert not scheduler.busy and scheduler.waiting == 0
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_waiter_leaves_the_queue_and_loses_no_turn():
+    scheduler = FairScheduler()
+    served: list[str] = []
+    release = anyio.Event()
+
+    async def request(key: str) -> None:
+        async with scheduler.turn(key):
+            served.append(key)
+
+    async with anyio.create_task_group() as tg:
+
+        async def holder() -> None:
+            async with scheduler.turn("holder"):
+                await release.wait()
+
+        tg.start_soon(holder)
+        await anyio.sleep(0.01)
+        with anyio.move_on_after(0.05):
+            await request("gives-up")  # waits behind the holder, then is cancelled
+        tg.start_soon(request, "stays")
+        await anyio.sleep(0.01)
+        assert scheduler.waiting == 1
+        release.set()
+    assert served == ["stays"]
+    assert not scheduler.busy
+
+
+# -- 16 episodes over Streamable HTTP on the embedded model ----------------------------------
+
+
+async def _run_episode(url: str, episode: int, observations: dict[int, list[str]]) -> None:
+    headers = {"Aw-Episode-Id": f"ep-{episode}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(180.0)) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        for step in range(1, STEPS + 1):
+            result = await client.call_tool("run_command", {"command": _command(episode, step)})
+            assert not result.is_error, result.content[0].text
+            observations.setdefault(episode, []).append(result.content[0].text)
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_sixteen_concurrent_episodes_over_http(tmp_path):
+    # One inference thread: with both cores, llama.cpp's threads spin-wait whenever the event
+    # loop (16 HTTP clients, the server, tokenizing) takes a core, and run ~10x slower
+    # (benchmarks/concurrency.py measures it).
+    engine = small_embedded_engine(n_threads=1)
+    recorder = RecordingEngine(engine)
+    settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
+    simulator = build_simulator(settings, engine=recorder)
+    server = build_server(simulator)
+    observations: dict[int, list[str]] = {}
+    async with serving_http(server, free_port()) as url, anyio.create_task_group() as tg:
+        for episode in range(EPISODES):
+            tg.start_soon(_run_episode, url, episode, observations)
+
+    # Every episode has its own complete history, in order, and nothing else.
+    episodes = {e.episode_id: e for e in simulator.episodes.all()}
+    assert sorted(episodes) == sorted(f"ep-{i}" for i in range(EPISODES))
+    for i in range(EPISODES):
+        episode = episodes[f"ep-{i}"]
+        commands = [t.action.arguments["command"] for t in episode.turns]
+        assert commands == [_command(i, s) for s in range(1, STEPS + 1)]
+        assert [t.observation for t in episode.turns] == observations[i]
+
+    # No cross-talk in what the model saw: each prompt holds its own episode's actions and
+    # observations, in order, and nothing of another episode.
+    assert len(recorder.requests) == EPISODES * STEPS
+    for request in recorder.requests:
+        owner = episodes[request.cache_key.split("\x1f")[0]]
+        actions = [m.content for m in request.messages if m.role == "user"]
+        answers = [m.content for m in request.messages if m.role == "assistant"]
+        assert {f"ep-{n}" for a in actions for n in TAG.findall(a)} == {owner.episode_id}
+        assert answers == [t.observation for t in owner.turns[: len(answers)]]
+        assert len(actions) == len(answers) + 1
+
+    # The queue really was shared, and switching episodes restored KV snapshots instead of
+    # evaluating each history again.
+    assert engine.scheduler.max_waiting >= 8
+    assert engine.counters.snapshot_restores >= EPISODES
+    later = [r.stats for e in episodes.values() for r in e.records[1:]]
+    assert sum(s.restored_snapshot for s in later) >= EPISODES
+    for stats in later:
+        assert stats.reused_prompt_tokens >= stats.prompt_tokens - 40
+        assert stats.evaluated_prompt_tokens <= 40  # the new turn only, never the history
+
+
+# -- the command line, with a pool of two instances -------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_cli_http_server_with_two_instances(tmp_path):
+    port = free_port()
+    records = tmp_path / "records"
+    args = [
+        sys.executable,
+        "-m",
+        "aw_mcp",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--simulator",
+        str(write_tiny_domain(tmp_path)),
+        "--instances",
+        "2",
+        "--threads",
+        "2",
+        "--n-ctx",
+        "2048",
+        "--record-dir",
+        str(records),
+        "--log-level",
+        "WARNING",
+    ]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    url = f"http://127.0.0.1:{port}/mcp"
+    observations: dict[int, list[str]] = {}
+    with running_process(args, url, env=env):
+        async with anyio.create_task_group() as tg:
+            for episode in range(4):
+                tg.start_soon(_run_episode, url, episode, observations)
+    for episode in range(4):
+        lines = (records / f"ep-{episode}.jsonl").read_text().splitlines()
+        calls = [json.loads(line) for line in lines]
+        assert [c["arguments"]["command"] for c in calls] == [
+            _command(episode, s) for s in range(1, STEPS + 1)
+        ]
+        assert [c["observation"] for c in calls] == observations[episode]
+        assert all(c["source"] == "model" for c in calls)
+        # Each instance keeps its episodes' KV state between steps.
+        for call in calls[1:]:
+            assert call["stats"]["evaluated_prompt_tokens"] <= 40
