@@ -7,8 +7,12 @@ against llama-cpp-python's own server on loopback.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -224,3 +228,48 @@ async def test_pool_keeps_episodes_on_their_instance():
     per_instance = [e.counters.generations for e in pool.instances]
     assert sum(per_instance) == 8 and min(per_instance) > 0
     await pool.aclose()
+
+
+# -- the GPU check script, on a machine without a GPU -----------------------------------------
+
+GPU_CHECK = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+
+
+def _gpu_check_module():
+    spec = importlib.util.spec_from_file_location("gpu_check", GPU_CHECK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_exits_cleanly_without_a_gpu():
+    gpu_check = _gpu_check_module()
+    if gpu_check.gpu_present()[0]:
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run(
+        [sys.executable, str(GPU_CHECK)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "No NVIDIA GPU here" in done.stdout
+
+
+@pytest.mark.anyio
+async def test_gpu_check_measurement_runs_on_cpu(capsys):
+    gpu_check = _gpu_check_module()
+    await gpu_check.measure(gpu_check.llama_engine(None, 0), "llama.cpp cpu", decode_tokens=8)
+    line = capsys.readouterr().out
+    assert line.startswith("llama.cpp cpu") and "decode" in line and "turn 2 reused" in line
+    reused = int(line.split("turn 2 reused ")[1].split("/")[0])
+    assert reused > 0
+
+
+@pytest.mark.anyio
+async def test_transformers_asked_for_cuda_without_one_fails_clearly():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
+
+    engine = TransformersEngine(TransformersOptions(device="cuda"))
+    with pytest.raises(EngineError, match="torch sees no CUDA GPU"):
+        await engine.count_tokens([_message("user", "hi")])
