@@ -24,6 +24,12 @@ from aw_mcp.engines.base import (
     GenerationResult,
 )
 
+# Inference threads in these tests. One, not both cores: llama.cpp's and torch's OpenMP
+# threads spin-wait for each other, so when anything else takes a core (the event loop, the
+# HTTP server, another process) two threads run several times slower than one
+# (benchmarks/concurrency.py shows it).
+TEST_THREADS = 1
+
 TINY_DOMAIN = """\
 name: tinyterm
 description: A tiny terminal used by engine tests.
@@ -148,7 +154,7 @@ def llama_cpp_server(model: Path, n_ctx: int = 4096) -> Iterator[str]:
         "--n_ctx",
         str(n_ctx),
         "--n_threads",
-        "2",
+        str(TEST_THREADS),
     ]
     with running_process(args, f"{base_url}/models"):
         yield base_url

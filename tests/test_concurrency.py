@@ -19,6 +19,7 @@ from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from tests.conftest import small_embedded_engine
 from tests.engine_support import (
+    TEST_THREADS,
     RecordingEngine,
     free_port,
     running_process,
@@ -38,11 +39,23 @@ def _command(episode: int, step: int) -> str:
 # -- the fair queue ---------------------------------------------------------------------------
 
 
+async def _hold(scheduler: FairScheduler, tg) -> anyio.Event:
+    """Take the scheduler's turn in a background task until the returned event is set."""
+    release = anyio.Event()
+
+    async def holder() -> None:
+        async with scheduler.turn("holder"):
+            await release.wait()
+
+    tg.start_soon(holder)
+    await anyio.sleep(0.01)
+    return release
+
+
 @pytest.mark.anyio
 async def test_turns_go_round_robin_across_episodes():
     scheduler = FairScheduler()
     order: list[str] = []
-    release = anyio.Event()
 
     async def request(key: str, label: str) -> None:
         async with scheduler.turn(key):
@@ -50,13 +63,7 @@ async def test_turns_go_round_robin_across_episodes():
             await anyio.sleep(0)
 
     async with anyio.create_task_group() as tg:
-
-        async def holder() -> None:
-            async with scheduler.turn("holder"):
-                await release.wait()
-
-        tg.start_soon(holder)
-        await anyio.sleep(0.01)
+        release = await _hold(scheduler, tg)
         # Episode A floods the queue before B and C ask once each.
         for label, key in [("a1", "A"), ("a2", "A"), ("a3", "A"), ("b1", "B"), ("c1", "C")]:
             tg.start_soon(request, key, label)
@@ -72,20 +79,13 @@ async def test_turns_go_round_robin_across_episodes():
 async def test_a_cancelled_waiter_leaves_the_queue_and_loses_no_turn():
     scheduler = FairScheduler()
     served: list[str] = []
-    release = anyio.Event()
 
     async def request(key: str) -> None:
         async with scheduler.turn(key):
             served.append(key)
 
     async with anyio.create_task_group() as tg:
-
-        async def holder() -> None:
-            async with scheduler.turn("holder"):
-                await release.wait()
-
-        tg.start_soon(holder)
-        await anyio.sleep(0.01)
+        release = await _hold(scheduler, tg)
         with anyio.move_on_after(0.05):
             await request("gives-up")  # waits behind the holder, then is cancelled
         tg.start_soon(request, "stays")
@@ -114,10 +114,7 @@ async def _run_episode(url: str, episode: int, observations: dict[int, list[str]
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_sixteen_concurrent_episodes_over_http(tmp_path):
-    # One inference thread: with both cores, llama.cpp's threads spin-wait whenever the event
-    # loop (16 HTTP clients, the server, tokenizing) takes a core, and run ~10x slower
-    # (benchmarks/concurrency.py measures it).
-    engine = small_embedded_engine(n_threads=1)
+    engine = small_embedded_engine(n_threads=TEST_THREADS)
     recorder = RecordingEngine(engine)
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
     simulator = build_simulator(settings, engine=recorder)

@@ -26,6 +26,7 @@ from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from tests.conftest import small_embedded_engine
 from tests.engine_support import (
+    TEST_THREADS,
     RecordingEngine,
     llama_cpp_server,
     prompt_text,
@@ -41,7 +42,7 @@ def transformers_engine():
     pytest.importorskip("transformers")
     from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
 
-    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=2))
+    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=TEST_THREADS))
     engine.load_now()  # ~15 s: the GGUF is dequantized to float32 once for this module
     return engine
 
@@ -55,7 +56,7 @@ def llama_server_url() -> Iterator[str]:
 @pytest.fixture(params=["llama-cpp", "transformers", "openai"])
 def any_engine(request):
     if request.param == "llama-cpp":
-        return small_embedded_engine()
+        return small_embedded_engine(n_threads=TEST_THREADS)
     if request.param == "transformers":
         return request.getfixturevalue("transformers_engine")
     url = request.getfixturevalue("llama_server_url")
@@ -256,7 +257,8 @@ def test_gpu_check_exits_cleanly_without_a_gpu():
 @pytest.mark.anyio
 async def test_gpu_check_measurement_runs_on_cpu(capsys):
     gpu_check = _gpu_check_module()
-    await gpu_check.measure(gpu_check.llama_engine(None, 0), "llama.cpp cpu", decode_tokens=8)
+    engine = small_embedded_engine(n_threads=TEST_THREADS)
+    await gpu_check.measure(engine, "llama.cpp cpu", decode_tokens=8)
     line = capsys.readouterr().out
     assert line.startswith("llama.cpp cpu") and "decode" in line and "turn 2 reused" in line
     reused = int(line.split("turn 2 reused ")[1].split("/")[0])

@@ -16,7 +16,7 @@ from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile, build_messag
 from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from tests.conftest import small_embedded_engine
-from tests.engine_support import RecordingEngine, write_tiny_domain
+from tests.engine_support import TEST_THREADS, RecordingEngine, write_tiny_domain
 
 LS = ToolCall(tool="run_command", arguments={"command": "ls -la"})
 
@@ -123,7 +123,7 @@ def test_reasoning_helpers():
 async def test_agentworld_profile_on_the_embedded_model(tmp_path):
     """The profile end to end on a real (tiny, untrained for it) model: the prompt has the
     trained shape and the answer comes back as an observation."""
-    engine = RecordingEngine(small_embedded_engine())
+    engine = RecordingEngine(small_embedded_engine(n_threads=TEST_THREADS))
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))], profile="agentworld")
     simulator = build_simulator(settings, engine=engine)
     async with Client(build_server(simulator), mode="legacy") as client:

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from aw_mcp.engines.base import (
     ChatMessage,
     EngineError,
@@ -37,7 +35,8 @@ from aw_mcp.engines.base import (
 )
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.engines.counters import EngineCounters
-from aw_mcp.engines.scheduler import FairScheduler
+from aw_mcp.engines.loading import BackgroundLoad
+from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import common_prefix as _common_prefix
 from aw_mcp.engines.sequences import first_stop as _first_stop
 
@@ -89,9 +88,7 @@ class LlamaCppEngine:
         self.counters = EngineCounters()
         self._llm: Any = None
         self._renderer: ChatRenderer | None = None
-        self._load_error: EngineError | None = None
-        self._loaded = anyio.Event()
-        self._loading = False
+        self._loader = BackgroundLoad(self._load)
         # Requests take turns fairly across episodes (round-robin by cache key); the lock
         # also guards the model because a cancelled request returns before its worker thread
         # has seen the cancel flag, so the next turn may start while it winds down.
@@ -112,17 +109,7 @@ class LlamaCppEngine:
         return self.options.n_ctx
 
     async def start(self) -> None:
-        if self._loading:
-            await self._loaded.wait()
-            return
-        self._loading = True
-        try:
-            await anyio.to_thread.run_sync(self._load)
-        except EngineError as exc:
-            self._load_error = exc
-            log.error("%s", exc)
-        finally:
-            self._loaded.set()
+        await self._loader.start()
 
     def _load(self) -> None:
         import llama_cpp
@@ -167,11 +154,7 @@ class LlamaCppEngine:
         )
 
     async def _ready(self) -> None:
-        if not self._loading:
-            await self.start()
-        await self._loaded.wait()
-        if self._load_error is not None:
-            raise self._load_error
+        await self._loader.ready()
 
     async def aclose(self) -> None:
         if self._llm is not None:
@@ -206,26 +189,17 @@ class LlamaCppEngine:
                 f"the prompt has {len(tokens)} tokens; the context window is {self.options.n_ctx}"
             )
         grammar = self._grammar_for(request.json_schema) if request.json_schema else None
-        try:
-            async with self.scheduler.turn(request.cache_key):
-                # abandon_on_cancel: a cancelled request returns at once; the worker sees the
-                # cancel flag at its next token and releases the model.
-                return await anyio.to_thread.run_sync(
-                    self._generate_blocking,
-                    tokens,
-                    request,
-                    control,
-                    grammar,
-                    abandon_on_cancel=True,
-                )
-        except anyio.get_cancelled_exc_class():
-            control.cancel()
-            raise
-        except EngineError:
-            raise
-        except Exception as exc:
-            log.exception("llama.cpp generation failed")
-            raise EngineError(f"llama.cpp generation failed: {exc}") from exc
+        return await run_in_turn(
+            self.scheduler,
+            request.cache_key,
+            control,
+            self._generate_blocking,
+            tokens,
+            request,
+            control,
+            grammar,
+            what="llama.cpp generation",
+        )
 
     def _grammar_for(self, schema: dict[str, Any]) -> Any:
         import json

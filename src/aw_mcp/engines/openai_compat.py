@@ -147,7 +147,16 @@ class OpenAICompatEngine:
     async def _resolve_model(self) -> str:
         if self._model is not None and self._exact_count is not None:
             return self._model
-        data = await self._with_retries(self._get_models)
+        try:
+            data = await self._with_retries(self._get_models)
+        except EngineError as exc:
+            if self._model is None:
+                raise
+            # Some gateways serve chat completions but no model list: go on without it.
+            log.warning("%s; using the configured model name %r as is", exc, self._model)
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
         models = [m for m in data.get("data", []) if isinstance(m, dict)]
         if self._model is None:
             if not models:

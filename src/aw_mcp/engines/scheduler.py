@@ -14,12 +14,19 @@ thousands of queued episodes cost nothing but a small object each.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio
+
+from aw_mcp.engines.base import EngineError, GenerationControl
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _NO_KEY = "\x00no-key"  # requests without a cache key share one lane
 
@@ -108,3 +115,31 @@ class FairScheduler:
             waiter.granted.set()
             return
         self._busy = False
+
+
+async def run_in_turn(
+    scheduler: FairScheduler,
+    key: str | None,
+    control: GenerationControl,
+    blocking: Callable[..., T],
+    *args: Any,
+    what: str,
+) -> T:
+    """Wait for ``key``'s turn, then run ``blocking(*args)`` in a worker thread.
+
+    Cancelling the caller returns at once (``abandon_on_cancel``) and sets the control's
+    cancel flag before the turn passes on; the worker sees the flag at its next token and
+    stops. Engines keep a lock around the model for the moment both overlap. A failure other
+    than ``EngineError`` is logged and re-raised as one, named by ``what``.
+    """
+    async with scheduler.turn(key):
+        try:
+            return await anyio.to_thread.run_sync(blocking, *args, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            control.cancel()
+            raise
+        except EngineError:
+            raise
+        except Exception as exc:
+            log.exception("%s failed", what)
+            raise EngineError(f"{what} failed: {exc}") from exc

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
-
 from aw_mcp.engines.base import (
     ChatMessage,
     EngineError,
@@ -45,7 +43,7 @@ from aw_mcp.engines.base import (
 from aw_mcp.engines.chat_format import TRANSCRIPT_ACTION, render_transcript
 from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.loading import BackgroundLoad
-from aw_mcp.engines.scheduler import FairScheduler
+from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import common_prefix, first_stop
 
 log = logging.getLogger(__name__)
@@ -246,19 +244,16 @@ class TransformersEngine:
             raise EngineError(
                 f"the prompt has {len(tokens)} tokens; the context window is {self.context_window}"
             )
-        try:
-            async with self.scheduler.turn(request.cache_key):
-                return await anyio.to_thread.run_sync(
-                    self._generate_blocking, tokens, request, control, abandon_on_cancel=True
-                )
-        except anyio.get_cancelled_exc_class():
-            control.cancel()
-            raise
-        except EngineError:
-            raise
-        except Exception as exc:
-            log.exception("transformers generation failed")
-            raise EngineError(f"transformers generation failed: {exc}") from exc
+        return await run_in_turn(
+            self.scheduler,
+            request.cache_key,
+            control,
+            self._generate_blocking,
+            tokens,
+            request,
+            control,
+            what="transformers generation",
+        )
 
     def _generate_blocking(
         self, tokens: list[int], request: GenerationRequest, control: GenerationControl
