@@ -275,3 +275,32 @@ async def test_transformers_asked_for_cuda_without_one_fails_clearly():
     engine = TransformersEngine(TransformersOptions(device="cuda"))
     with pytest.raises(EngineError, match="torch sees no CUDA GPU"):
         await engine.count_tokens([_message("user", "hi")])
+
+
+@pytest.mark.anyio
+async def test_transformers_serves_concurrent_episodes_in_turn(transformers_engine, tmp_path):
+    """Several episodes at once on the one transformers worker: each keeps its own history
+    and KV cache; the requests queued and took turns."""
+    engine = RecordingEngine(transformers_engine)
+    settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
+    simulator = build_simulator(settings, engine=engine)
+    served = simulator.catalogue.get("run_command")
+    turns_before = transformers_engine.scheduler.turns_granted
+
+    async def episode(i: int) -> None:
+        for step in range(2):
+            answer = await simulator.call(f"tf-{i}", served, {"command": f"echo tf{i}-{step}"})
+            assert not answer.is_error
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(episode, i)
+    assert transformers_engine.scheduler.turns_granted - turns_before == 8
+    assert transformers_engine.scheduler.max_waiting >= 2
+    for request in engine.requests:
+        owner = request.cache_key.split("\x1f")[0].removeprefix("tf-")
+        actions = [m.content for m in request.messages if m.role == "user"]
+        assert all(f"tf{owner}-" in a for a in actions)
+    second_steps = [e.records[1].stats for e in simulator.episodes.all()]
+    assert all(s.evaluated_prompt_tokens < 40 for s in second_steps)
+    assert sum(s.restored_snapshot for s in second_steps) >= 3

@@ -53,6 +53,7 @@ DType = Literal["auto", "float32", "float16", "bfloat16"]
 PREFILL_CHUNK = 512  # prompt tokens per forward pass (bounds activation memory)
 FORK_CANDIDATES = 8  # most recent caches a new episode may copy its shared prefix from
 MIN_FORK_TOKENS = 16  # below this, a fresh cache is cheaper than a copy
+STOP_WINDOW_TOKENS = 32  # recent tokens searched for a stop string each step
 TOP_K, TOP_P = 40, 0.95  # sampling when temperature > 0 (llama.cpp engine's defaults)
 
 
@@ -115,6 +116,9 @@ class TransformersEngine:
         # The scheduler hands out turns; the lock guards the model while a cancelled
         # request's worker thread winds down (it stops at its next token).
         self._model_lock = threading.Lock()
+        # Prompts are tokenized on the event loop while a worker decodes: a fast (Rust)
+        # tokenizer used from two threads at once can fail with "Already borrowed".
+        self._tokenizer_lock = threading.Lock()
         self._caches: OrderedDict[str, _EpisodeCache] = OrderedDict()
         self._cache_bytes = 0
         self._last_key: str | None = None
@@ -220,13 +224,14 @@ class TransformersEngine:
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
         tokenizer = self._tokenizer
-        if getattr(tokenizer, "chat_template", None):
-            text = tokenizer.apply_chat_template(
-                [m.model_dump() for m in messages], add_generation_prompt=True, tokenize=False
-            )
-            # The template writes the special tokens (BOS included) itself.
-            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-        return list(tokenizer(render_transcript(messages))["input_ids"])
+        with self._tokenizer_lock:
+            if getattr(tokenizer, "chat_template", None):
+                text = tokenizer.apply_chat_template(
+                    [m.model_dump() for m in messages], add_generation_prompt=True, tokenize=False
+                )
+                # The template writes the special tokens (BOS included) itself.
+                return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+            return list(tokenizer(render_transcript(messages))["input_ids"])
 
     async def count_tokens(self, messages: list[ChatMessage]) -> int:
         await self._loader.ready()
@@ -305,6 +310,9 @@ class TransformersEngine:
         generator: Any,
     ) -> tuple[str, str, int]:
         stops = [s for s in (*request.stop, *self._stop_strings) if s]
+        # A stop string first shows up among the last few tokens: decode only those each
+        # step (decoding the whole output every token is quadratic on long answers).
+        window = max([STOP_WINDOW_TOKENS, *(len(s) for s in stops)])
         out: list[int] = []
         finish = "length"
         while len(out) < request.max_tokens:
@@ -321,11 +329,16 @@ class TransformersEngine:
             logits = self._forward(entry, [token])
             if control.on_token is not None:
                 control.on_token(len(out))
-            text = self._tokenizer.decode(out, skip_special_tokens=True)
-            cut = first_stop(text, stops)
-            if cut is not None:
-                return text[:cut], "stop", len(out)
-        return self._tokenizer.decode(out, skip_special_tokens=True), finish, len(out)
+            if stops and any(s in self._decode(out[-window:]) for s in stops):
+                text = self._decode(out)
+                cut = first_stop(text, stops)
+                if cut is not None:
+                    return text[:cut], "stop", len(out)
+        return self._decode(out), finish, len(out)
+
+    def _decode(self, tokens: list[int]) -> str:
+        with self._tokenizer_lock:
+            return self._tokenizer.decode(tokens, skip_special_tokens=True)
 
     # -- per-episode caches ----------------------------------------------------------------
 
