@@ -267,7 +267,7 @@ class WorldSimulator:
         domain_tools = [t.spec for t in self.catalogue if t.domain.name == served.domain.name]
         conditions = episode.active_conditions()
 
-        def build(omitted: int):
+        def build(omitted: int, summarize: bool = True):
             return build_messages(
                 self.profile,
                 served.domain,
@@ -278,6 +278,7 @@ class WorldSimulator:
                 action,
                 episode.next_index,
                 conditions,
+                summarize_omitted=summarize,
             )
 
         omitted = episode.omitted_turns
@@ -291,6 +292,9 @@ class WorldSimulator:
             omitted += max(1, (len(episode.turns) - omitted) // 4)
             omitted = min(omitted, len(episode.turns))
             messages = build(omitted)
+            used = await self.engine.count_tokens(messages)
+        if used > budget:  # even the summary of dropped turns does not fit: leave it out
+            messages = build(omitted, summarize=False)
             used = await self.engine.count_tokens(messages)
         episode.omitted_turns = omitted
         log.warning(
@@ -323,6 +327,7 @@ class WorldSimulator:
 
         control.on_token = on_token
         result = None
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
 
             async def report() -> None:
@@ -340,8 +345,12 @@ class WorldSimulator:
             tg.start_soon(report)
             try:
                 result = await self.engine.generate(request, control)
+            except Exception as exc:  # re-raised below, unwrapped from the task group
+                failure = exc
             finally:
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
         return result
 
     def _record(

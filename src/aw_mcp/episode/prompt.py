@@ -20,7 +20,8 @@ from aw_mcp.domain.models import DomainSpec, ToolCall, ToolSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.episode import Turn
 
-MAX_SUMMARIZED_ACTIONS = 40
+MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
+MAX_SUMMARIZED_ARGUMENTS = 120
 
 
 def compact_json(value: Any) -> str:
@@ -76,7 +77,8 @@ class PromptProfile:
     def describe_omitted(self, omitted: list[Turn]) -> str:
         shown = omitted[-MAX_SUMMARIZED_ACTIONS:]
         lines = [
-            f"- step {t.index}: {t.action.tool} {compact_json(t.action.arguments)[:200]}"
+            f"- step {t.index}: {t.action.tool} "
+            f"{compact_json(t.action.arguments)[:MAX_SUMMARIZED_ARGUMENTS]}"
             for t in shown
         ]
         more = len(omitted) - len(shown)
@@ -152,13 +154,12 @@ def build_messages(
     current: ToolCall,
     current_step: int,
     current_conditions: list[str],
+    summarize_omitted: bool = True,
 ) -> list[ChatMessage]:
     """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown."""
+    summarized = turns[:omitted] if summarize_omitted else []
     messages = [
-        ChatMessage(
-            role="system",
-            content=profile.system_message(domain, tools, world, turns[:omitted]),
-        )
+        ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
     ]
     for step, demo in enumerate(domain.demonstrations, start=1):
         messages.append(ChatMessage(role="user", content=profile.action_message(step, demo, [])))
