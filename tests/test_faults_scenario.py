@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
 from aw_mcp.config import ServeSettings
 from aw_mcp.data_files import bundled_dir
@@ -16,7 +17,7 @@ from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.runtime import make_faults
 from aw_mcp.yaml_files import DataFileError
-from tests.faults_support import scenario_from
+from tests.faults_support import SHOP, scenario_from
 
 SAMPLES = sorted(bundled_dir("faults").glob("*.yaml"))
 
@@ -148,3 +149,18 @@ def test_serve_fails_at_start_up_on_a_bad_scenario(tmp_path, capsys):
 def test_two_scenarios_with_one_name_are_refused():
     with pytest.raises(ValueError, match="loaded twice"):
         make_faults(ServeSettings(faults=[Path("disk-full"), Path("disk-full")]))
+
+
+def test_start_up_warns_about_rules_that_match_no_served_tool(tmp_path, caplog):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nrules:\n"
+        "  - {id: typo, match: {tool: serach}, effects: [{kind: empty}]}\n"
+        "  - {id: fine, match: {tool: [nope, 'sea*']}, effects: [{kind: empty}]}\n"
+        "  - {id: other-domain, match: {domain: web}, effects: [{kind: empty}]}\n"
+    )
+    with caplog.at_level("WARNING", logger="aw_mcp.runtime"):
+        make_faults(ServeSettings(faults=[scenario]), Catalogue([SHOP]))
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2
+    assert "s/typo matches no tool" in warned[0] and "s/other-domain" in warned[1]

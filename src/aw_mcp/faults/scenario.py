@@ -22,6 +22,7 @@ fires; later such rules wait for another call. Additive rules always combine.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -81,9 +82,12 @@ class Match(_Strict):
         default_factory=dict, description="Conditions on top-level arguments; all must hold."
     )
 
-    @property
-    def tool_patterns(self) -> list[str]:
-        return [self.tool] if isinstance(self.tool, str) else list(self.tool)
+    def covers_tool(self, domain: str, tool: str) -> bool:
+        """Whether the domain and tool filters admit this tool (arguments aside)."""
+        patterns = [self.tool] if isinstance(self.tool, str) else self.tool
+        return fnmatch.fnmatchcase(domain, self.domain) and any(
+            fnmatch.fnmatchcase(tool, p) for p in patterns
+        )
 
 
 class When(_Strict):

@@ -13,7 +13,6 @@ rule has matched and how many times it fired. It is kept for the most recently u
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import hashlib
 import json
@@ -89,11 +88,7 @@ def _argument_holds(condition: ArgumentCondition, arguments: dict[str, Any], nam
 
 
 def matches(match: Match, call: CallContext) -> bool:
-    if not fnmatch.fnmatchcase(call.domain, match.domain):
-        return False
-    if not any(fnmatch.fnmatchcase(call.tool, p) for p in match.tool_patterns):
-        return False
-    return all(
+    return match.covers_tool(call.domain, call.tool) and all(
         _argument_holds(cond, call.arguments, name) for name, cond in match.arguments.items()
     )
 
@@ -153,11 +148,7 @@ class ScenarioFaultLayer:
             f"{scenario.name}/{rule.id}"
             for scenario in self.scenarios
             for rule in scenario.rules
-            if not any(
-                fnmatch.fnmatchcase(domain, rule.match.domain)
-                and any(fnmatch.fnmatchcase(tool, p) for p in rule.match.tool_patterns)
-                for domain, tool in tools
-            )
+            if not any(rule.match.covers_tool(domain, tool) for domain, tool in tools)
         ]
 
     def _counts_for(self, call: CallContext) -> _EpisodeCounts:
@@ -212,6 +203,7 @@ class ScenarioFaultLayer:
                 )
                 detail = {"condition": effect.condition, "calls": effect.calls}
             elif effect.kind in OUTPUT_KINDS:
+                detail = effect.model_dump(exclude={"kind"}, exclude_none=True)
                 decision.transforms.append(
                     functools.partial(
                         damage,
