@@ -158,8 +158,7 @@ class WorldSimulator:
                 fired=fired,
             )
             raise
-        for transform in decision.transforms:
-            answer = transform(answer)
+        answer = self._apply_transforms(decision, answer, served)
         episode.add_turn(
             Turn(
                 index=index,
@@ -167,6 +166,7 @@ class WorldSimulator:
                 observation=answer.text,
                 is_error=answer.is_error,
                 conditions=episode.active_conditions(),
+                damaged=bool(decision.transforms),
             )
         )
         self._record(episode, served, arguments, answer, source, started, fired=fired, stats=stats)
@@ -177,7 +177,12 @@ class WorldSimulator:
         self, episode: Episode, served: ServedTool, arguments: dict[str, Any], index: int
     ) -> FaultDecision:
         call = CallContext(
-            episode.episode_id, served.domain.name, served.public_name, arguments, index
+            episode.episode_id,
+            served.domain.name,
+            served.public_name,
+            arguments,
+            index,
+            served.spec.output_schema,
         )
         try:
             decision = self.faults.decide(call)
@@ -196,16 +201,30 @@ class WorldSimulator:
             )
         return decision
 
+    @staticmethod
+    def _apply_transforms(
+        decision: FaultDecision, answer: ToolAnswer, served: ServedTool
+    ) -> ToolAnswer:
+        for transform in decision.transforms:
+            try:
+                answer = transform(answer)
+            except Exception:  # a broken output fault must not take the call down either
+                log.exception("an output fault failed on %s; answer left as is", served.public_name)
+        return answer
+
     def _replay(
         self, episode: Episode, served: ServedTool, arguments: dict[str, Any]
     ) -> ToolAnswer | None:
-        """A read-only call repeated with nothing state-changing in between sees the same thing."""
+        """A read-only call repeated with nothing state-changing in between sees the same thing.
+
+        Not when the world's conditions changed since, nor when a fault shaped that observation
+        (a truncated or drifted answer is not the state of the world)."""
         if not (self.settings.replay_read_only and served.spec.read_only):
             return None
         for turn in reversed(episode.turns):
             tool = self.catalogue.get_by_domain(served.domain.name, turn.action.tool)
             if turn.action.tool == served.spec.name and turn.action.arguments == arguments:
-                if turn.is_error:
+                if turn.is_error or turn.damaged or turn.conditions != episode.active_conditions():
                     return None
                 structured = None
                 if served.spec.output_schema is not None:
