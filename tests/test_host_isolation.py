@@ -71,7 +71,7 @@ class record_host_events:
 
 
 def _is_write(args: tuple) -> bool:
-    _, mode, flags = (list(args) + [None, None, None])[:3]
+    _, mode, flags = ([*list(args), None, None, None])[:3]
     if isinstance(mode, str) and any(c in mode for c in "wax+"):
         return True
     return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
