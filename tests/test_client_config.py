@@ -37,3 +37,51 @@ async def test_the_stdio_entry_starts_a_server_that_answers():
         result = await client.call_tool("run_command", {"command": "pwd"})
     assert "start_process" in tools, name
     assert result.is_error is False
+
+
+def _inspector() -> str | None:
+    """The MCP Inspector CLI (npm @modelcontextprotocol/inspector), where .ci/run installed it."""
+    path = os.environ.get("AW_MCP_INSPECTOR") or shutil.which("mcp-inspector")
+    return path if path and Path(path).exists() else None
+
+
+@pytest.mark.skipif(_inspector() is None, reason="MCP Inspector CLI not installed (.ci/run does)")
+def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
+    """A real third-party client reads mcp.json, lists the tools and calls one."""
+    import subprocess
+
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),  # the Inspector writes ~/.mcp-inspector
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "AW_MCP_N_CTX": "4096",
+        "AW_MCP_THREADS": "2",
+    }
+    base = [
+        _inspector(),
+        "--cli",
+        "--config",
+        str(REPO_ROOT / "mcp.json"),
+        "--server",
+        "aw-terminal",
+    ]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*base, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+
+    listed = run("--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr
+    assert '"name": "start_process"' in listed.stdout
+    called = run("--method", "tools/call", "--tool-name", "run_command", "--tool-arg", "command=ls")
+    assert called.returncode == 0, called.stderr
+    assert '"isError": false' in called.stdout
+    unknown = run("--method", "tools/call", "--tool-name", "format_disk")
+    assert unknown.returncode != 0
+    assert "-32602" in unknown.stdout + unknown.stderr
