@@ -42,8 +42,9 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         "--faults",
         action="append",
         type=Path,
-        metavar="FILE.yaml",
-        help="a fault scenario file; repeatable",
+        metavar="NAME|FILE",
+        help="a bundled fault scenario (disk-full, ...; see `aw-mcp faults list`) or a "
+        "scenario YAML file; repeatable",
     )
     p.add_argument(
         "--profile",
@@ -215,6 +216,57 @@ def _list_simulators(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_faults_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("faults", help="check, list and describe fault scenario files")
+    actions = p.add_subparsers(dest="faults_command", required=True)
+    check = actions.add_parser(
+        "check", help="validate scenario files; name file, line and field of each error"
+    )
+    check.add_argument("files", nargs="+", metavar="NAME|FILE")
+    check.set_defaults(handler=_check_faults)
+    actions.add_parser("list", help="list the bundled scenarios").set_defaults(handler=_list_faults)
+    actions.add_parser(
+        "schema", help="print the JSON Schema of scenario files (for editors)"
+    ).set_defaults(handler=_print_faults_schema)
+
+
+def _check_faults(args: argparse.Namespace) -> int:
+    from aw_mcp.faults.scenario import load_scenario, resolve_scenario_path
+
+    failed = 0
+    for name in args.files:
+        try:
+            scenario = load_scenario(name)
+        except DataFileError as exc:
+            failed += 1
+            print(exc, file=sys.stderr)
+            continue
+        rules = len(scenario.rules)
+        print(
+            f"ok: {resolve_scenario_path(name)}: {scenario.name} ({rules} rule{'s' * (rules > 1)})"
+        )
+    return 1 if failed else 0
+
+
+def _list_faults(args: argparse.Namespace) -> int:
+    from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
+
+    for name in bundled_scenario_names():
+        scenario = load_scenario(name)
+        summary = (scenario.description.strip().splitlines() or [""])[0]
+        print(f"{name:20} {len(scenario.rules):2} rules  {summary}")
+    return 0
+
+
+def _print_faults_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from aw_mcp.faults.scenario import scenario_json_schema
+
+    print(json.dumps(scenario_json_schema(), indent=2))
+    return 0
+
+
 def _configure_logging(level: str) -> None:
     # stderr only: on stdio, stdout is the MCP wire.
     logging.basicConfig(
@@ -233,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve_parser(sub)
     p = sub.add_parser("simulators", help="list the bundled simulated domains")
     p.set_defaults(handler=_list_simulators)
+    _add_faults_parser(sub)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from aw_mcp.catalogue import Catalogue
@@ -11,7 +12,11 @@ from aw_mcp.engines.base import Engine
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.episode.store import EpisodeStore, RecordSink
 from aw_mcp.faults.layer import FaultLayer, NoFaults
+from aw_mcp.faults.scenario import load_scenario
+from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+
+log = logging.getLogger(__name__)
 
 
 def make_engine(settings: ServeSettings) -> Engine:
@@ -85,10 +90,19 @@ def _openai_engine(settings: ServeSettings) -> Engine:
     )
 
 
-def make_faults(settings: ServeSettings) -> FaultLayer:
+def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> FaultLayer:
+    """The scenarios of ``--faults`` (bundled names or files); raises DataFileError on a bad one."""
     if not settings.faults:
         return NoFaults()
-    raise ValueError("fault scenarios are not supported by this build")
+    layer = ScenarioFaultLayer(
+        [load_scenario(p) for p in settings.faults], max_episodes=settings.max_episodes
+    )
+    log.info("fault scenarios: %s", ", ".join(s.name for s in layer.scenarios))
+    if catalogue is not None:
+        served = [(t.domain.name, t.public_name) for t in catalogue]
+        for rule in layer.rules_matching_no_tool(served):
+            log.warning("fault rule %s matches no tool of this server: it will never fire", rule)
+    return layer
 
 
 def build_catalogue(settings: ServeSettings) -> Catalogue:
@@ -100,11 +114,12 @@ def build_catalogue(settings: ServeSettings) -> Catalogue:
 
 def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> WorldSimulator:
     sink = RecordSink(settings.record_dir) if settings.record_dir else None
+    catalogue = build_catalogue(settings)
     return WorldSimulator(
-        catalogue=build_catalogue(settings),
+        catalogue=catalogue,
         engine=engine or make_engine(settings),
         episodes=EpisodeStore(limit=settings.max_episodes, sink=sink),
-        faults=make_faults(settings),
+        faults=make_faults(settings, catalogue),
         profile=PROFILES[settings.profile](),
         settings=SimulatorSettings(replay_read_only=settings.replay_read_only),
     )

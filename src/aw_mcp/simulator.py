@@ -158,8 +158,7 @@ class WorldSimulator:
                 fired=fired,
             )
             raise
-        for transform in decision.transforms:
-            answer = transform(answer)
+        answer = self._apply_transforms(decision, answer, served)
         episode.add_turn(
             Turn(
                 index=index,
@@ -167,6 +166,7 @@ class WorldSimulator:
                 observation=answer.text,
                 is_error=answer.is_error,
                 conditions=episode.active_conditions(),
+                damaged=bool(decision.transforms),
             )
         )
         self._record(episode, served, arguments, answer, source, started, fired=fired, stats=stats)
@@ -177,7 +177,12 @@ class WorldSimulator:
         self, episode: Episode, served: ServedTool, arguments: dict[str, Any], index: int
     ) -> FaultDecision:
         call = CallContext(
-            episode.episode_id, served.domain.name, served.public_name, arguments, index
+            episode.episode_id,
+            served.domain.name,
+            served.public_name,
+            arguments,
+            index,
+            served.spec.output_schema,
         )
         try:
             decision = self.faults.decide(call)
@@ -196,16 +201,30 @@ class WorldSimulator:
             )
         return decision
 
+    @staticmethod
+    def _apply_transforms(
+        decision: FaultDecision, answer: ToolAnswer, served: ServedTool
+    ) -> ToolAnswer:
+        for transform in decision.transforms:
+            try:
+                answer = transform(answer)
+            except Exception:  # a broken output fault must not take the call down either
+                log.exception("an output fault failed on %s; answer left as is", served.public_name)
+        return answer
+
     def _replay(
         self, episode: Episode, served: ServedTool, arguments: dict[str, Any]
     ) -> ToolAnswer | None:
-        """A read-only call repeated with nothing state-changing in between sees the same thing."""
+        """A read-only call repeated with nothing state-changing in between sees the same thing.
+
+        Not when the world's conditions changed since, nor when a fault shaped that observation
+        (a truncated or drifted answer is not the state of the world)."""
         if not (self.settings.replay_read_only and served.spec.read_only):
             return None
         for turn in reversed(episode.turns):
             tool = self.catalogue.get_by_domain(served.domain.name, turn.action.tool)
             if turn.action.tool == served.spec.name and turn.action.arguments == arguments:
-                if turn.is_error:
+                if turn.is_error or turn.damaged or turn.conditions != episode.active_conditions():
                     return None
                 structured = None
                 if served.spec.output_schema is not None:
@@ -267,7 +286,7 @@ class WorldSimulator:
         domain_tools = [t.spec for t in self.catalogue if t.domain.name == served.domain.name]
         conditions = episode.active_conditions()
 
-        def build(omitted: int):
+        def build(omitted: int, summarize: bool = True):
             return build_messages(
                 self.profile,
                 served.domain,
@@ -278,6 +297,7 @@ class WorldSimulator:
                 action,
                 episode.next_index,
                 conditions,
+                summarize_omitted=summarize,
             )
 
         omitted = episode.omitted_turns
@@ -291,6 +311,9 @@ class WorldSimulator:
             omitted += max(1, (len(episode.turns) - omitted) // 4)
             omitted = min(omitted, len(episode.turns))
             messages = build(omitted)
+            used = await self.engine.count_tokens(messages)
+        if used > budget:  # even the summary of dropped turns does not fit: leave it out
+            messages = build(omitted, summarize=False)
             used = await self.engine.count_tokens(messages)
         episode.omitted_turns = omitted
         log.warning(
@@ -323,6 +346,7 @@ class WorldSimulator:
 
         control.on_token = on_token
         result = None
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
 
             async def report() -> None:
@@ -340,8 +364,12 @@ class WorldSimulator:
             tg.start_soon(report)
             try:
                 result = await self.engine.generate(request, control)
+            except Exception as exc:  # re-raised below, unwrapped from the task group
+                failure = exc
             finally:
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
         return result
 
     def _record(

@@ -33,10 +33,14 @@ class DataFileError(ValueError):
 def _node_at(root: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | None:
     """The deepest node along a pydantic ``loc`` path (best effort: stops where the path ends)."""
     node = root
-    for key in loc:
+    for position, key in enumerate(loc):
         if isinstance(node, yaml.MappingNode):
             child = next((v for k, v in node.value if k.value == str(key)), None)
             if child is None:
+                if position + 1 < len(loc):
+                    # Not a key of the file: the tag of a union member (pydantic puts the
+                    # discriminator's value in the path, e.g. effects[0].error.preset).
+                    continue
                 # An unknown or missing key: point at the mapping that should hold it.
                 return node
             node = child
@@ -79,7 +83,8 @@ def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> Model
             loc = tuple(err["loc"])
             node = _node_at(root, loc)
             line = node.start_mark.line + 1 if node is not None else None
-            problems.append((line, f"{_format_loc(loc)}: {err['msg']}"))
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append((line, f"{_format_loc(loc)}: {message}"))
         raise DataFileError(source, problems) from None
 
 

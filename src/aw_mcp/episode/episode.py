@@ -33,6 +33,9 @@ class Turn(BaseModel):
     conditions: list[str] = Field(
         default_factory=list, description="World conditions in effect when this call was made."
     )
+    damaged: bool = Field(
+        default=False, description="An output fault changed the observation (never replayed)."
+    )
 
 
 ObservationSource = Literal[

@@ -25,7 +25,8 @@ from aw_mcp.engines.reasoning import (
 from aw_mcp.engines.reasoning import strip_reasoning as strip_reasoning  # re-export
 from aw_mcp.episode.episode import Turn
 
-MAX_SUMMARIZED_ACTIONS = 40
+MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
+MAX_SUMMARIZED_ARGUMENTS = 120
 
 
 def compact_json(value: Any) -> str:
@@ -87,7 +88,8 @@ class PromptProfile:
     def describe_omitted(self, omitted: list[Turn]) -> str:
         shown = omitted[-MAX_SUMMARIZED_ACTIONS:]
         lines = [
-            f"- step {t.index}: {t.action.tool} {compact_json(t.action.arguments)[:200]}"
+            f"- step {t.index}: {t.action.tool} "
+            f"{compact_json(t.action.arguments)[:MAX_SUMMARIZED_ARGUMENTS]}"
             for t in shown
         ]
         more = len(omitted) - len(shown)
@@ -179,13 +181,12 @@ def build_messages(
     current: ToolCall,
     current_step: int,
     current_conditions: list[str],
+    summarize_omitted: bool = True,
 ) -> list[ChatMessage]:
     """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown."""
+    summarized = turns[:omitted] if summarize_omitted else []
     messages = [
-        ChatMessage(
-            role="system",
-            content=profile.system_message(domain, tools, world, turns[:omitted]),
-        )
+        ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
     ]
     for step, demo in enumerate(domain.demonstrations, start=1):
         messages.append(ChatMessage(role="user", content=profile.action_message(step, demo, [])))

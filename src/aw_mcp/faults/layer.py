@@ -60,6 +60,7 @@ class CallContext:
     tool: str
     arguments: dict[str, Any]
     call_index: int  # 1-based index of this call in its episode
+    output_schema: dict[str, Any] | None = None  # the tool's, for faults that damage output
 
 
 class FaultLayer(Protocol):

@@ -1,0 +1,215 @@
+"""ScenarioFaultLayer: the fault layer driven by scenario files.
+
+Determinism: every random choice (does a rule fire, how long a latency, which characters get
+garbled) is a hash of (scenario seed, scenario name, rule id, episode, domain, call index,
+purpose), never a draw from a shared random stream. The same scenario and the same calls in an
+episode therefore give the same faults, however many other episodes run at the same time and
+in whatever order their calls interleave.
+
+State: per episode (episode id + domain, as the simulator keys episodes), how many calls each
+rule has matched and how many times it fired. It is kept for the most recently used
+``max_episodes`` episodes and starts afresh when an episode restarts (its call index goes back).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aw_mcp.answers import ToolAnswer
+from aw_mcp.episode.episode import WorldCondition
+from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, JsonRpcFault
+from aw_mcp.faults.output import damage
+from aw_mcp.faults.presets import error_text, gateway_timeout_text
+from aw_mcp.faults.scenario import (
+    OUTPUT_KINDS,
+    ArgumentCondition,
+    ErrorEffect,
+    HangEffect,
+    JsonRpcErrorEffect,
+    LatencyEffect,
+    Match,
+    Rule,
+    Scenario,
+    WorldEffect,
+)
+
+log = logging.getLogger(__name__)
+
+RuleKey = tuple[str, str]  # (scenario name, rule id)
+
+
+class Draws:
+    """Uniform numbers in [0, 1) that depend only on who asks and why."""
+
+    def __init__(self, *identity: object):
+        self._identity = "\x1f".join(str(part) for part in identity)
+
+    def uniform(self, purpose: str) -> float:
+        digest = hashlib.blake2b(f"{self._identity}\x1f{purpose}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2**64
+
+    def integer(self, purpose: str) -> int:
+        return int(self.uniform(purpose) * 2**53)
+
+
+def draw_latency(effect: LatencyEffect, draws: Draws) -> float:
+    u = draws.uniform("latency")
+    if effect.distribution == "fixed":
+        seconds = effect.seconds or 0.0
+    elif effect.distribution == "uniform":
+        seconds = effect.low + (effect.high - effect.low) * u  # type: ignore[operator]
+    elif effect.distribution == "exponential":
+        seconds = -(effect.mean or 0.0) * math.log1p(-u)
+    else:  # normal, by Box-Muller from two independent draws
+        z = math.sqrt(-2 * math.log1p(-u)) * math.cos(2 * math.pi * draws.uniform("latency-2"))
+        seconds = (effect.mean or 0.0) + (effect.stddev or 0.0) * z
+    return min(max(seconds, 0.0), effect.max_seconds)
+
+
+def _argument_holds(condition: ArgumentCondition, arguments: dict[str, Any], name: str) -> bool:
+    if condition.present is not None:
+        return (name in arguments) == condition.present
+    if name not in arguments:
+        return False
+    value = arguments[name]
+    if condition.regex is not None:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return re.search(condition.regex, text) is not None
+    return value == condition.equals
+
+
+def matches(match: Match, call: CallContext) -> bool:
+    return match.covers_tool(call.domain, call.tool) and all(
+        _argument_holds(cond, call.arguments, name) for name, cond in match.arguments.items()
+    )
+
+
+@dataclass
+class _EpisodeCounts:
+    last_index: int = 0
+    matched: Counter[RuleKey] = field(default_factory=Counter)
+    fired: Counter[RuleKey] = field(default_factory=Counter)
+
+
+class ScenarioFaultLayer:
+    def __init__(self, scenarios: Sequence[Scenario], max_episodes: int = 10_000):
+        names = [s.name for s in scenarios]
+        if duplicated := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"fault scenario names must differ; loaded twice: {duplicated}")
+        self.scenarios = list(scenarios)
+        self.max_episodes = max_episodes
+        self._episodes: OrderedDict[tuple[str, str], _EpisodeCounts] = OrderedDict()
+
+    def decide(self, call: CallContext) -> FaultDecision:
+        counts = self._counts_for(call)
+        decision = FaultDecision()
+        output_decided = False  # only one rule per call may replace or damage the answer
+        for scenario in self.scenarios:
+            for rule in scenario.rules:
+                if not matches(rule.match, call):
+                    continue
+                key = (scenario.name, rule.id)
+                counts.matched[key] += 1
+                n = counts.matched[key] if rule.when.count == "matching" else call.call_index
+                if not rule.when.admits(n):
+                    continue
+                if rule.max_fires is not None and counts.fired[key] >= rule.max_fires:
+                    continue
+                if rule.decides_output and output_decided:
+                    continue
+                draws = Draws(
+                    scenario.seed,
+                    scenario.name,
+                    rule.id,
+                    call.episode_id,
+                    call.domain,
+                    call.call_index,
+                )
+                if rule.probability < 1 and draws.uniform("fire") >= rule.probability:
+                    continue
+                counts.fired[key] += 1
+                output_decided = output_decided or rule.decides_output
+                self._fire(scenario, rule, call, draws, decision)
+        return decision
+
+    def rules_matching_no_tool(self, tools: Iterable[tuple[str, str]]) -> list[str]:
+        """``scenario/rule`` of rules whose match filter names no (domain, tool) served."""
+        tools = list(tools)
+        return [
+            f"{scenario.name}/{rule.id}"
+            for scenario in self.scenarios
+            for rule in scenario.rules
+            if not any(rule.match.covers_tool(domain, tool) for domain, tool in tools)
+        ]
+
+    def _counts_for(self, call: CallContext) -> _EpisodeCounts:
+        key = (call.episode_id, call.domain)
+        counts = self._episodes.get(key)
+        if counts is None or call.call_index <= counts.last_index:
+            # New, or restarted (the episode store forgot it and it began again at call 1).
+            counts = _EpisodeCounts()
+            self._episodes[key] = counts
+            while len(self._episodes) > self.max_episodes:
+                self._episodes.popitem(last=False)
+        self._episodes.move_to_end(key)
+        counts.last_index = call.call_index
+        return counts
+
+    def _fire(
+        self,
+        scenario: Scenario,
+        rule: Rule,
+        call: CallContext,
+        draws: Draws,
+        decision: FaultDecision,
+    ) -> None:
+        for position, effect in enumerate(rule.effects):
+            detail: dict[str, Any] = {}
+            if isinstance(effect, ErrorEffect):
+                text = error_text(effect, call.tool, call.arguments)
+                decision.answer = ToolAnswer(text=text, is_error=True)
+                detail = {"preset": effect.preset} if effect.preset else {}
+            elif isinstance(effect, JsonRpcErrorEffect):
+                decision.rpc_error = JsonRpcFault(effect.code, effect.message, effect.data)
+                detail = {"code": effect.code}
+            elif isinstance(effect, LatencyEffect):
+                seconds = draw_latency(effect, draws)
+                decision.delay_seconds += seconds
+                detail = {"seconds": round(seconds, 4)}
+            elif isinstance(effect, HangEffect):
+                if effect.seconds is None:
+                    decision.hang = True
+                else:  # a gateway that gives up: wait, then 504
+                    decision.delay_seconds += effect.seconds
+                    decision.answer = ToolAnswer(text=gateway_timeout_text(), is_error=True)
+                    detail = {"seconds": effect.seconds}
+            elif isinstance(effect, WorldEffect):
+                decision.conditions.append(
+                    WorldCondition(
+                        text=effect.condition,
+                        source=f"fault:{scenario.name}/{rule.id}",
+                        since_call=call.call_index,
+                        remaining_calls=effect.calls,
+                    )
+                )
+                detail = {"condition": effect.condition, "calls": effect.calls}
+            elif effect.kind in OUTPUT_KINDS:
+                detail = effect.model_dump(exclude={"kind"}, exclude_none=True)
+                decision.transforms.append(
+                    functools.partial(
+                        damage,
+                        effect=effect,
+                        output_schema=call.output_schema,
+                        seed=draws.integer(f"output-{position}"),
+                    )
+                )
+            decision.fired.append(FiredFault(scenario.name, rule.id, effect.kind, detail))

@@ -1,0 +1,32 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain import load_domain
+from aw_mcp.engines.base import Engine
+from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.server.app import build_server
+from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+
+TINY_DOMAIN = Path(__file__).parent / "data" / "tiny_domain.yaml"
+
+
+def make_simulator(engine: Engine, domain: str | Path = TINY_DOMAIN, **settings) -> WorldSimulator:
+    return WorldSimulator(
+        Catalogue([load_domain(str(domain))]),
+        engine,
+        episodes=EpisodeStore(),
+        settings=SimulatorSettings(**settings),
+    )
+
+
+def make_server(engine: Engine, domain: str | Path = TINY_DOMAIN, **settings):
+    simulator = make_simulator(engine, domain, **settings)
+    return simulator, build_server(simulator)
+
+
+def text_of(result) -> str:
+    return result.content[0].text

@@ -1,0 +1,166 @@
+"""Scenario files: the samples, `aw-mcp faults check|list|schema`, and start-up errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from aw_mcp.catalogue import Catalogue
+from aw_mcp.cli import main
+from aw_mcp.config import ServeSettings
+from aw_mcp.data_files import bundled_dir
+from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
+from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.runtime import make_faults
+from aw_mcp.yaml_files import DataFileError
+from tests.faults_support import SHOP, scenario_from
+
+SAMPLES = sorted(bundled_dir("faults").glob("*.yaml"))
+
+BROKEN = """\
+name: broken
+seed: 3
+rules:
+  - id: a
+    when: {nth: 0}
+    effects:
+      - kind: error
+        preset: http_599
+  - id: b
+    probability: 1.5
+    effects:
+      - kind: latency
+        distribution: uniform
+        low: 2
+"""
+
+
+def test_the_issue_samples_are_all_bundled():
+    assert {
+        "flaky-search",
+        "disk-full",
+        "rate-limit",
+        "slow-network",
+        "permission-denied",
+        "mcp-error-mix",
+    } <= set(bundled_scenario_names())
+
+
+def test_faults_check_accepts_every_sample(capsys):
+    assert main(["faults", "check", *map(str, SAMPLES)]) == 0
+    out = capsys.readouterr().out
+    for sample in SAMPLES:
+        assert f"ok: {sample}: {sample.stem}" in out
+
+
+def test_faults_check_rejects_a_broken_file_naming_file_line_and_field(tmp_path, capsys):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(BROKEN)
+    assert main(["faults", "check", str(SAMPLES[0]), str(broken)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert f"{broken}:5: rules[0].when.nth: calls are counted from 1" in err
+    assert any(line.startswith(f"{broken}:8: rules[0].effects[0].error.preset:") for line in err)
+    assert f"{broken}:10: rules[1].probability: Input should be less than or equal to 1" in err
+    assert f"{broken}:12: rules[1].effects[0].latency: a uniform latency needs high" in err
+
+
+def test_faults_check_reports_invalid_yaml_and_unknown_names(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nrules: [\n")
+    assert main(["faults", "check", str(bad), "no-such-scenario"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:3: invalid YAML" in err
+    assert "no-such-scenario: no bundled fault scenario of that name" in err
+
+
+@pytest.mark.parametrize(
+    ("rule", "problem"),
+    [
+        ("{id: r, effects: [{kind: hang}, {kind: truncate}]}", "output effects cannot apply"),
+        (
+            "{id: r, effects: [{kind: error, preset: http_500}, {kind: hang}]}",
+            "at most one of error, jsonrpc_error, hang",
+        ),
+        ("{id: r, effects: [{kind: error}]}", "give a preset or a text"),
+        ("{id: r, effects: [{kind: schema_drift}]}", "give rename and/or remove"),
+        ("{id: r, when: {window: [5, 2]}, effects: [{kind: empty}]}", "from <= to"),
+        (
+            "{id: r, match: {arguments: {q: {equals: 1, present: true}}},"
+            " effects: [{kind: empty}]}",
+            "exactly one of equals, regex, present",
+        ),
+        ("{id: r, effects: []}", "at least 1 item"),
+    ],
+)
+def test_rules_that_cannot_work_are_refused(rule, problem):
+    with pytest.raises(DataFileError) as caught:
+        scenario_from(f"name: s\nrules:\n  - {rule}\n", source="s.yaml")
+    assert problem in str(caught.value)
+    assert str(caught.value).startswith("s.yaml:")
+
+
+def test_duplicate_rule_ids_are_refused():
+    with pytest.raises(DataFileError, match="rule id 'r' is used twice"):
+        scenario_from(
+            "name: s\nrules:\n  - {id: r, effects: [{kind: empty}]}\n"
+            "  - {id: r, effects: [{kind: empty}]}\n"
+        )
+
+
+def test_faults_schema_is_a_json_schema_that_accepts_the_samples(capsys):
+    assert main(["faults", "schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for sample in SAMPLES:
+        jsonschema.validate(yaml.safe_load(sample.read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(yaml.safe_load(BROKEN), schema)
+
+
+def test_faults_list_names_the_bundled_scenarios(capsys):
+    assert main(["faults", "list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in bundled_scenario_names())
+
+
+def test_serve_resolves_bundled_names_and_files(tmp_path):
+    own = tmp_path / "own.yaml"
+    own.write_text("name: own\nrules:\n  - {id: r, effects: [{kind: empty}]}\n")
+    settings = ServeSettings(faults=[Path("disk-full"), own])
+    faults = make_faults(settings)
+    assert isinstance(faults, ScenarioFaultLayer)
+    assert [s.name for s in faults.scenarios] == ["disk-full", "own"]
+    assert load_scenario("flaky-search").rules[0].id == "third-search-502"
+
+
+def test_serve_fails_at_start_up_on_a_bad_scenario(tmp_path, capsys):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(BROKEN)
+    assert main(["serve", "--faults", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "aw-mcp: invalid file" in err
+    assert f"{broken}:5: rules[0].when.nth" in err
+
+
+def test_two_scenarios_with_one_name_are_refused():
+    with pytest.raises(ValueError, match="loaded twice"):
+        make_faults(ServeSettings(faults=[Path("disk-full"), Path("disk-full")]))
+
+
+def test_start_up_warns_about_rules_that_match_no_served_tool(tmp_path, caplog):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nrules:\n"
+        "  - {id: typo, match: {tool: serach}, effects: [{kind: empty}]}\n"
+        "  - {id: fine, match: {tool: [nope, 'sea*']}, effects: [{kind: empty}]}\n"
+        "  - {id: other-domain, match: {domain: web}, effects: [{kind: empty}]}\n"
+    )
+    with caplog.at_level("WARNING", logger="aw_mcp.runtime"):
+        make_faults(ServeSettings(faults=[scenario]), Catalogue([SHOP]))
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2
+    assert "s/typo matches no tool" in warned[0] and "s/other-domain" in warned[1]

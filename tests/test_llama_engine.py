@@ -1,0 +1,153 @@
+"""The embedded llama.cpp engine on the real SmolLM2 GGUF: KV reuse, snapshots, cancellation."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from aw_mcp.engines.base import ChatMessage, EngineError, GenerationControl, GenerationRequest
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions, embedded_model_path
+from aw_mcp.server.episode_identity import EPISODE_META_KEY
+from tests.conftest import small_embedded_engine
+from tests.helpers import make_server, text_of
+
+pytestmark = pytest.mark.anyio
+
+COUNTING = [
+    ChatMessage(role="user", content="Write the numbers from 1 to 400, separated by commas.")
+]
+
+
+def test_the_embedded_model_ships_with_the_package():
+    path = embedded_model_path()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+
+
+async def test_a_call_is_answered_by_the_real_model_through_mcp(embedded_engine):
+    simulator, server = make_server(embedded_engine)
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool("run_command", {"command": "echo hello"})
+    assert result.is_error is False
+    (record,) = simulator.episodes.all()[0].records
+    assert record.source == "model"
+    assert record.stats.completion_tokens > 0
+    assert text_of(result) == record.observation  # what the model said is what the agent got
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_second_step_evaluates_only_the_tokens_added_since_the_first(embedded_engine, mode):
+    simulator, server = make_server(embedded_engine)
+    async with Client(server, mode=mode) as client:
+        await client.call_tool("run_command", {"command": "pwd"})
+        await client.call_tool("run_command", {"command": "ls -la"})
+    first, second = simulator.episodes.all()[0].records
+    assert first.stats.reused_prompt_tokens == 0
+    assert first.stats.evaluated_prompt_tokens == first.stats.prompt_tokens
+    # The whole first prompt is reused; only the observation and new action are evaluated.
+    assert second.stats.reused_prompt_tokens >= first.stats.prompt_tokens
+    assert second.stats.evaluated_prompt_tokens == (
+        second.stats.prompt_tokens - second.stats.reused_prompt_tokens
+    )
+    assert second.stats.evaluated_prompt_tokens < second.stats.prompt_tokens / 4
+
+
+async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating(embedded_engine):
+    simulator, server = make_server(embedded_engine)
+    async with Client(server) as client:
+        for episode, command in [("a", "pwd"), ("b", "whoami"), ("a", "ls"), ("b", "date")]:
+            await client.call_tool(
+                "run_command", {"command": command}, meta={EPISODE_META_KEY: episode}
+            )
+    episodes = {e.episode_id: e for e in simulator.episodes.all()}
+    for episode_id in ("a", "b"):
+        first, second = episodes[episode_id].records
+        assert second.stats.restored_snapshot, episode_id
+        assert second.stats.reused_prompt_tokens >= first.stats.prompt_tokens
+    assert embedded_engine.counters.snapshot_restores >= 2
+
+
+async def test_a_snapshot_budget_too_small_evicts_and_still_answers():
+    engine = small_embedded_engine(snapshot_budget_bytes=1)
+    simulator, server = make_server(engine)
+    async with Client(server) as client:
+        for episode in ("a", "b", "a"):
+            result = await client.call_tool(
+                "run_command", {"command": "pwd"}, meta={EPISODE_META_KEY: episode}
+            )
+            assert result.is_error is False
+    assert engine.counters.snapshot_restores == 0
+    third = {e.episode_id: e for e in simulator.episodes.all()}["a"].records[1]
+    assert not third.stats.restored_snapshot  # re-evaluated: correct, just slower
+
+
+async def test_cancelling_the_control_stops_generation_promptly(embedded_engine):
+    control = GenerationControl()
+    seen = []
+
+    def on_token(n: int) -> None:
+        seen.append(n)
+        if n == 10:
+            control.cancel()
+
+    control.on_token = on_token
+    request = GenerationRequest(messages=COUNTING, max_tokens=600)
+    result = await embedded_engine.generate(request, control)
+    assert result.finish_reason == "cancelled"
+    assert result.stats.completion_tokens == 10
+
+
+async def test_a_cancelled_mcp_request_stops_its_generation_and_the_server_goes_on(tmp_path):
+    engine = small_embedded_engine()
+    domain = tmp_path / "slow.yaml"
+    # A world whose every answer is long, so the call is still generating when cancelled.
+    domain.write_text(
+        (Path(__file__).parent / "data" / "tiny_domain.yaml")
+        .read_text()
+        .replace("max_tokens: 24", "max_tokens: 3000")
+        .replace(
+            "You are a Linux bash terminal.",
+            "Whatever the command, write the numbers from 1 to 5000, separated by commas.",
+        )
+        .split("demonstrations:")[0]
+    )
+    simulator, server = make_server(engine, domain)
+    async with Client(server, mode="legacy") as client:
+        with anyio.move_on_after(1.5) as scope:
+            await client.call_tool("run_command", {"command": "seq 1 100000"})
+        assert scope.cancelled_caught
+        # The worker notices the cancel flag at its next token and leaves the model.
+        deadline = time.monotonic() + 10
+        while engine._model_lock.locked() and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        assert not engine._model_lock.locked()
+        generated = engine.counters.completion_tokens
+        assert generated < 3000
+        result = await client.call_tool("read_file", {"path": "/etc/hostname"})
+        assert result.is_error is False
+    records = simulator.episodes.all()[0].records
+    assert [r.source for r in records] == ["cancelled", "model"]
+    assert len(simulator.episodes.all()[0].turns) == 1  # the cancelled call left no turn
+
+
+async def test_a_missing_model_file_is_a_clear_error_for_every_call(tmp_path):
+    engine = LlamaCppEngine(LlamaCppOptions(model_path=tmp_path / "nope.gguf", n_threads=2))
+    _, server = make_server(engine)
+    async with Client(server) as client:
+        listed = await client.list_tools()  # listing never waits for the model
+        assert listed.tools
+        result = await client.call_tool("run_command", {"command": "ls"})
+    assert result.is_error is True
+    assert "model file not found" in text_of(result)
+    assert "nope.gguf" in text_of(result)
+
+
+async def test_a_file_that_is_not_a_gguf_model_is_a_clear_error(tmp_path):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a model")
+    engine = LlamaCppEngine(LlamaCppOptions(model_path=bogus, n_threads=2))
+    with pytest.raises(EngineError, match="could not load the model"):
+        await engine.count_tokens(COUNTING)

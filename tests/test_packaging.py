@@ -1,0 +1,67 @@
+"""The wheel carries the bundled domains and fault samples (they live outside src/)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+
+
+def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(wheels),
+            str(REPO_ROOT),
+        ],
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("aw_mcp-*.whl")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
+    probe = (
+        "import aw_mcp, aw_mcp.data_files as d;"
+        "print(aw_mcp.__file__); print(d.bundled_dir('simulators')); print(d.bundled_dir('faults'))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}  # the installed copy wins over the checkout
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.split()
+    assert all(line.startswith(str(target)) for line in out), out
+    listed = subprocess.run(
+        [sys.executable, "-m", "aw_mcp", "simulators"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    ).stdout
+    assert "terminal" in listed
