@@ -17,9 +17,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Inference threads in tests. One, not both cores: llama.cpp's and torch's OpenMP threads
+# spin-wait for each other, so when anything else takes a core (the event loop, an HTTP
+# server, another process) two threads run several times slower than one
+# (benchmarks/concurrency.py shows it).
+TEST_THREADS = 1
+
+
 def small_embedded_engine(**overrides) -> LlamaCppEngine:
-    """The embedded model with settings sized for tests (2 threads: CI has 2 cores)."""
-    options = {"n_ctx": 4096, "n_threads": 2, **overrides}
+    """The embedded model with settings sized for tests."""
+    options = {"n_ctx": 4096, "n_threads": TEST_THREADS, **overrides}
     return LlamaCppEngine(LlamaCppOptions(**options))
 
 

@@ -23,12 +23,7 @@ from aw_mcp.engines.base import (
     GenerationRequest,
     GenerationResult,
 )
-
-# Inference threads in these tests. One, not both cores: llama.cpp's and torch's OpenMP
-# threads spin-wait for each other, so when anything else takes a core (the event loop, the
-# HTTP server, another process) two threads run several times slower than one
-# (benchmarks/concurrency.py shows it).
-TEST_THREADS = 1
+from tests.conftest import TEST_THREADS
 
 TINY_DOMAIN = """\
 name: tinyterm

@@ -30,7 +30,7 @@ async def test_the_stdio_entry_starts_a_server_that_answers():
     # The console script sits beside the interpreter running the tests (same environment).
     command = shutil.which(entry["command"], path=str(Path(sys.executable).parent))
     assert command, f"{entry['command']} is not installed in this environment"
-    env = {**os.environ, **entry.get("env", {}), "AW_MCP_N_CTX": "4096", "AW_MCP_THREADS": "2"}
+    env = {**os.environ, **entry.get("env", {}), "AW_MCP_N_CTX": "4096", "AW_MCP_THREADS": "1"}
     params = StdioServerParameters(command=command, args=entry["args"], env=env)
     async with Client(params) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
@@ -55,7 +55,7 @@ def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
         "HOME": str(tmp_path),  # the Inspector writes ~/.mcp-inspector
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "AW_MCP_N_CTX": "4096",
-        "AW_MCP_THREADS": "2",
+        "AW_MCP_THREADS": "1",
     }
     base = [
         _inspector(),

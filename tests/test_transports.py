@@ -19,7 +19,7 @@ from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.helpers import TINY_DOMAIN, text_of
 
 pytestmark = pytest.mark.anyio
-SERVE = [sys.executable, "-m", "aw_mcp", "serve", "--n-ctx", "4096", "--threads", "2"]
+SERVE = [sys.executable, "-m", "aw_mcp", "serve", "--n-ctx", "4096", "--threads", "1"]
 
 
 def free_port() -> int:
@@ -92,7 +92,7 @@ async def test_bundled_terminal_domain_over_stdio_with_env_configuration():
         env={
             **os.environ,
             "AW_MCP_N_CTX": "4096",
-            "AW_MCP_THREADS": "2",
+            "AW_MCP_THREADS": "1",
             "AW_MCP_LOG_LEVEL": "WARNING",
         },
     )

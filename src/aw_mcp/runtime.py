@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
-from aw_mcp.engines.base import Engine
+from aw_mcp.engines.base import Engine, default_inference_threads
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.episode.store import EpisodeStore, RecordSink
 from aw_mcp.faults.layer import FaultLayer, NoFaults
@@ -33,7 +32,7 @@ def make_engine(settings: ServeSettings) -> Engine:
     from aw_mcp.engines.pool import EnginePool
 
     # The instances share the cores: each gets its part of them.
-    cores = settings.threads or os.cpu_count() or 1
+    cores = settings.threads or default_inference_threads()
     threads = max(1, cores // settings.instances)
     return EnginePool([_local_engine(settings, threads) for _ in range(settings.instances)])
 

@@ -8,6 +8,7 @@ evaluated once, not on every step.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 Role = Literal["system", "user", "assistant"]
+
+
+def default_inference_threads() -> int:
+    """Every core but one. The event loop (HTTP, progress) needs a core now and then, and
+    OpenMP inference threads spin-wait for each other: one descheduled thread slows the
+    rest several-fold (measured in benchmarks/concurrency.py)."""
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 class ChatMessage(BaseModel):

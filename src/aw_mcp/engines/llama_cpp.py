@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -32,6 +31,7 @@ from aw_mcp.engines.base import (
     GenerationRequest,
     GenerationResult,
     GenerationStats,
+    default_inference_threads,
 )
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.engines.counters import EngineCounters
@@ -66,7 +66,7 @@ def embedded_model_path() -> Path:
 class LlamaCppOptions:
     model_path: Path | None = None  # None: the embedded SmolLM2 file
     n_ctx: int = 8192
-    n_threads: int | None = None  # None: every core (llama.cpp's default is half of them)
+    n_threads: int | None = None  # None: default_inference_threads() (llama.cpp's: half)
     n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
     n_batch: int = 512
     snapshot_budget_bytes: int = 1 << 30  # KV snapshots of idle episodes, in total
@@ -125,8 +125,8 @@ class LlamaCppEngine:
             llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=self.options.n_ctx,
-                n_threads=self.options.n_threads or os.cpu_count() or 1,
-                n_threads_batch=self.options.n_threads or os.cpu_count() or 1,
+                n_threads=self.options.n_threads or default_inference_threads(),
+                n_threads_batch=self.options.n_threads or default_inference_threads(),
                 n_gpu_layers=self.options.n_gpu_layers,
                 n_batch=self.options.n_batch,
                 seed=self.options.seed,
@@ -148,7 +148,7 @@ class LlamaCppEngine:
             path.name,
             time.perf_counter() - started,
             self.options.n_ctx,
-            self.options.n_threads or os.cpu_count(),
+            self.options.n_threads or default_inference_threads(),
             self.options.n_gpu_layers,
             "yes" if template else "no, transcript format",
         )
