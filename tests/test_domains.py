@@ -8,12 +8,9 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
-from aw_mcp.server.app import build_server
-from aw_mcp.simulator import WorldSimulator
-from tests.conftest import SHARED_DIR, small_embedded_engine
-from tests.tool_calls import with_max_tokens
+from tests.conftest import SHARED_DIR
+from tests.tool_calls import simulated_server, with_max_tokens
 
 SEVEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
 
@@ -88,17 +85,12 @@ def _strip_line_ends(text: str | None) -> str | None:
     return None if text is None else "\n".join(line.rstrip() for line in text.splitlines())
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return small_embedded_engine()
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", SEVEN)
-async def test_domain_is_listed_and_answers_through_an_mcp_client(name, engine):
+async def test_domain_is_listed_and_answers_through_an_mcp_client(name, module_engine):
     """A real MCP client lists the domain's tools and gets the embedded model's answer."""
     domain = with_max_tokens(load_domain(name), 24)
-    server = build_server(WorldSimulator(Catalogue([domain]), engine))
+    server = simulated_server(module_engine, domain)
     demo = domain.demonstrations[0]
     async with Client(server) as client:
         listed = await client.list_tools()

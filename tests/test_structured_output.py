@@ -11,7 +11,6 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.json_grammar import (
@@ -23,10 +22,9 @@ from aw_mcp.engines.json_grammar import (
     number_rule,
 )
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions, embedded_model_path
-from aw_mcp.server.app import build_server
-from aw_mcp.simulator import WorldSimulator
-from tests.conftest import SHARED_DIR, small_embedded_engine
-from tests.tool_calls import example_arguments, with_max_tokens
+from tests.conftest import SHARED_DIR
+from tests.fake_engine import FakeEngine
+from tests.tool_calls import example_arguments, simulated_server, with_max_tokens
 
 DATA = Path(__file__).parent / "data"
 STRUCTURED_CAPTURES = [
@@ -227,17 +225,12 @@ async def test_grammar_first_gives_the_same_output_with_fewer_full_vocabulary_pa
 # -- through a real MCP client -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return small_embedded_engine()
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("capture", STRUCTURED_CAPTURES)
-async def test_every_output_schema_tool_returns_valid_structured_content(capture, engine):
+async def test_every_output_schema_tool_returns_valid_structured_content(capture, module_engine):
     """The official client raises on invalid structuredContent; no call may be an error."""
     domain = with_max_tokens(mirror_domain(DATA / capture), 48)
-    server = build_server(WorldSimulator(Catalogue([domain]), engine))
+    server = simulated_server(module_engine, domain)
     structured = [t for t in domain.tools if t.output_schema]
     assert structured
     async with Client(server) as client:
@@ -249,11 +242,11 @@ async def test_every_output_schema_tool_returns_valid_structured_content(capture
 
 
 @pytest.mark.anyio
-async def test_max_tokens_below_the_shortest_valid_answer_still_gives_valid_output(engine):
+async def test_max_tokens_below_the_shortest_valid_answer_still_gives_valid_output(module_engine):
     """3 tokens cannot hold convert_time's JSON; the engine extends the budget to its
     shortest valid form instead of returning a broken document."""
     domain = with_max_tokens(mirror_domain(DATA / "time.json"), 3)
-    server = build_server(WorldSimulator(Catalogue([domain]), engine))
+    server = simulated_server(module_engine, domain)
     arguments = {"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"}
     async with Client(server) as client:
         result = await client.call_tool("convert_time", arguments)
@@ -265,11 +258,9 @@ async def test_max_tokens_below_the_shortest_valid_answer_still_gives_valid_outp
 @pytest.mark.parametrize("reply", ['{"content": "cut off', '{"content": 5}', "plain text"])
 async def test_output_that_breaks_the_schema_is_retried_then_an_error(reply):
     """Whatever the engine returns, the client never sees invalid structuredContent."""
-    from tests.fake_engine import FakeEngine
-
     fake = FakeEngine(reply)
     domain = mirror_domain(DATA / "filesystem.json")
-    server = build_server(WorldSimulator(Catalogue([domain]), fake))
+    server = simulated_server(fake, domain)
     async with Client(server) as client:
         result = await client.call_tool("read_text_file", {"path": "/tmp/a.txt"})
     assert result.is_error and result.structured_content is None

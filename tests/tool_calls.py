@@ -6,7 +6,11 @@ from typing import Any
 
 import jsonschema
 
+from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain.models import DomainSpec
+from aw_mcp.engines.base import Engine
+from aw_mcp.server.app import build_server
+from aw_mcp.simulator import WorldSimulator
 
 _FORMAT_EXAMPLES = {
     "uri": "https://example.com/",
@@ -67,6 +71,11 @@ def _example(node: Any, root: dict[str, Any]) -> Any:
     if kind == "null":
         return None
     return "example"
+
+
+def simulated_server(engine: Engine, *domains: DomainSpec):
+    """The MCP server (low-level ``Server``) simulating ``domains`` with ``engine``."""
+    return build_server(WorldSimulator(Catalogue(list(domains)), engine))
 
 
 def with_max_tokens(domain: DomainSpec, max_tokens: int) -> DomainSpec:

@@ -168,7 +168,10 @@ def _capture(args: argparse.Namespace) -> int:
     if bool(args.url) == bool(command):
         print("aw-mcp capture: give either --url URL or -- COMMAND ARGS", file=sys.stderr)
         return 2
-    env = dict(item.split("=", 1) for item in args.env if "=" in item)
+    if bad := [item for item in args.env if "=" not in item]:
+        print(f"aw-mcp capture: --env needs KEY=VALUE, got {bad[0]!r}", file=sys.stderr)
+        return 2
+    env = dict(item.split("=", 1) for item in args.env)
     try:
         target = args.url or stdio_target(command, env)
         capture = anyio.run(capture_tools, target, args.timeout)

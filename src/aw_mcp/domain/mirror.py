@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import DomainSpec, ToolSpec
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.yaml_files import DataFileError, read_data_file
 
 # The bundled domain whose instructions and world every mirrored tool list uses.
 MIRROR_TEMPLATE_DOMAIN = "mcp"
@@ -35,15 +35,8 @@ class ToolsListFile(BaseModel):
 
 def load_tools_file(path: Path | str) -> list[ToolSpec]:
     """The tools of a capture file; raise DataFileError naming the file, line or tool."""
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFileError(
-            path, [(None, f"cannot read the file: {exc.strerror or exc}")]
-        ) from None
-    try:
-        data = json.loads(text)
+        data = json.loads(read_data_file(path))
     except json.JSONDecodeError as exc:
         raise DataFileError(path, [(exc.lineno, f"invalid JSON: {exc.msg}")]) from None
     if isinstance(data, dict) and isinstance(data.get("result"), dict):

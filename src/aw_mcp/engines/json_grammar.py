@@ -16,7 +16,8 @@ Three pieces, used by the llama.cpp engine:
   the unconstrained choice is checked against the grammar alone, and only when the grammar
   rejects it is the full vocabulary filtered. Greedy output is identical, and no rejected token
   is ever accepted into the grammar (which is what aborts the process in a ``top_k -> grammar``
-  chain, see shared/notes/local-inference.md).
+  chain, see shared/notes/local-inference.md). Near ``max_tokens`` it closes the document
+  (strings, arrays, objects) so the answer is complete JSON when the budget runs out.
 
 Whatever the grammar cannot express exactly (``oneOf`` exclusivity, ``uniqueItems``, ...) is
 still caught by validation in the simulator, which retries and finally answers ``isError``.
@@ -81,8 +82,8 @@ def grammar_view(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
             found = _longest_fitting(schema, optional_depth, max_items, budget)
             if found is not None:
                 return found
-    # Nothing fits: the smallest view (arrays empty where allowed) still ends; if it overruns
-    # max_tokens the simulator retries and then reports an error.
+    # Nothing fits: the smallest view (arrays empty where allowed). The engine raises
+    # max_tokens to its shortest completion (JsonGrammar.closing_reserve) when needed.
     return _build_view(schema, Bounds(0, 0, MIN_STRING_LENGTH))
 
 
@@ -121,7 +122,7 @@ class _ViewBuilder:
         if not isinstance(node, dict):
             raise GrammarError(f"unsupported schema {node!r}")
         if "$ref" in node:
-            return self.visit(self._resolve(node["$ref"]), depth)
+            return self.visit(self._resolve(node["$ref"]), depth + 1)
         if "const" in node:
             return {"const": node["const"]}
         if "enum" in node:
