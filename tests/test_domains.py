@@ -10,6 +10,7 @@ from mcp import Client
 
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from tests.conftest import SHARED_DIR
+from tests.fake_engine import FakeEngine
 from tests.tool_calls import simulated_server, with_max_tokens
 
 SEVEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
@@ -101,3 +102,20 @@ async def test_domain_is_listed_and_answers_through_an_mcp_client(name, module_e
     if domain.tool(demo.tool).output_schema:
         # The client already validated it; check it is really there.
         assert result.structured_content is not None
+
+
+@pytest.mark.anyio
+async def test_search_repeats_a_query_and_fetch_sees_the_earlier_snippet():
+    """Same query, same results (replay, no model call); a fetch is simulated with the search
+    results in its history, so the page can agree with its snippet."""
+    snippet = '{"url": "https://example.org/a", "title": "A", "description": "Fact 42."}'
+    fake = FakeEngine(snippet)
+    server = simulated_server(fake, load_domain("search"))
+    query = {"query": "fact about a"}
+    async with Client(server) as client:
+        first = await client.call_tool("brave_web_search", query)
+        again = await client.call_tool("brave_web_search", query)
+        await client.call_tool("fetch", {"url": "https://example.org/a"})
+    assert again.content[0].text == first.content[0].text == snippet
+    assert len(fake.requests) == 2  # the repeated search was replayed, not simulated
+    assert "Fact 42." in fake.last_prompt and "Action: fetch" in fake.last_prompt
