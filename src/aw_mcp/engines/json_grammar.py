@@ -25,6 +25,7 @@ still caught by validation in the simulator, which retries and finally answers `
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import json
@@ -558,7 +559,9 @@ class GrammarFirstSampler:
             self._grammar = None
 
     def __del__(self) -> None:
-        self.close()
+        # At interpreter exit the library may be gone already; nothing is left to free then.
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 _CLOSING_CHARS = frozenset('"]}')
