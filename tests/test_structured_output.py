@@ -285,3 +285,18 @@ def test_grammar_first_checks_one_token_and_falls_back_only_when_rejected(llm):
             # The trick did work: some choices broke the grammar, most did not.
             assert 0 < sampler.rejections < sampler.steps / 2
     assert texts[True] == texts[False]
+
+
+def test_urls_and_emails_are_shaped_like_urls_and_emails():
+    schema = {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "email": {"type": "string", "format": "email"},
+        },
+        "required": ["url", "email"],
+    }
+    view = grammar_view(schema, 128)["properties"]
+    assert re.fullmatch(view["url"]["pattern"], "https://docs.python.org/3/whatsnew/3.14.html")
+    assert not re.fullmatch(view["url"]["pattern"], "not a url")
+    assert re.fullmatch(view["email"]["pattern"], "dev@example.com")

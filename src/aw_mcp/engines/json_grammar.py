@@ -50,6 +50,14 @@ OPTIONAL_DEPTHS = (MAX_DEPTH, 1, 0)
 ITEM_CAPS = (4, 2, 1)
 
 
+# Grammar patterns for string formats llama.cpp's converter has no rule for.
+FORMAT_PATTERNS = {
+    "uri": r"^https://[a-z0-9][a-z0-9.-]{0,40}[.][a-z]{2,6}(/[A-Za-z0-9._~%/?#=&+-]{0,80})?$",
+    "email": r"^[a-z0-9._-]{1,24}@[a-z0-9-]{1,24}[.][a-z]{2,6}$",
+}
+FORMAT_PATTERNS["url"] = FORMAT_PATTERNS["iri"] = FORMAT_PATTERNS["uri"]
+
+
 class GrammarError(ValueError):
     """The schema cannot be turned into a grammar (it is then only validated)."""
 
@@ -220,6 +228,10 @@ class _ViewBuilder:
         if "pattern" in node:
             return {"type": "string", "pattern": bounded_pattern(node["pattern"])}
         fmt = node.get("format")
+        if fmt in FORMAT_PATTERNS and "maxLength" not in node:
+            # Validators rarely assert formats, but a URL that looks like one reads better
+            # and passes a client that does.
+            return {"type": "string", "pattern": FORMAT_PATTERNS[fmt]}
         if fmt in ("date", "time", "date-time") or re.fullmatch(r"uuid[1-5]?", fmt or ""):
             return {"type": "string", "format": fmt}
         min_length = int(node.get("minLength", 0))
