@@ -34,3 +34,9 @@ def small_embedded_engine(**overrides) -> LlamaCppEngine:
 def embedded_engine() -> LlamaCppEngine:
     """A fresh engine on the real embedded GGUF (loading takes ~0.1 s: mmap)."""
     return small_embedded_engine()
+
+
+@pytest.fixture(scope="module")
+def module_engine() -> LlamaCppEngine:
+    """One engine for a whole test module, so calls reuse the KV cache of shared prompts."""
+    return small_embedded_engine()

@@ -33,6 +33,15 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         "(default: terminal)",
     )
     p.add_argument(
+        "--tools-from",
+        dest="tools_from",
+        action="append",
+        type=Path,
+        metavar="FILE.json",
+        help="serve the tools of a captured tools/list (see 'aw-mcp capture'), simulated; "
+        "repeatable; without --simulator only these tools are served",
+    )
+    p.add_argument(
         "--world",
         type=Path,
         metavar="FILE.yaml",
@@ -207,6 +216,55 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "capture",
+        help="save the tools/list of a real MCP server (to serve with --tools-from)",
+        description="Connect to a real MCP server as a client and save its tools/list as "
+        "JSON. Examples: aw-mcp capture --out time.json -- uvx mcp-server-time; "
+        "aw-mcp capture --out x.json --url http://127.0.0.1:8000/mcp",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="FILE.json")
+    p.add_argument("--url", help="a Streamable HTTP server instead of a command")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the server command; repeatable",
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
+    p.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="the server to launch over stdio",
+    )
+    p.set_defaults(handler=_capture)
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from aw_mcp.capture import CaptureError, capture_tools, stdio_target, write_capture
+
+    command = args.server_command[1:] if args.server_command[:1] == ["--"] else args.server_command
+    if bool(args.url) == bool(command):
+        print("aw-mcp capture: give either --url URL or -- COMMAND ARGS", file=sys.stderr)
+        return 2
+    if bad := [item for item in args.env if "=" not in item]:
+        print(f"aw-mcp capture: --env needs KEY=VALUE, got {bad[0]!r}", file=sys.stderr)
+        return 2
+    env = dict(item.split("=", 1) for item in args.env)
+    try:
+        target = args.url or stdio_target(command, env)
+        capture = anyio.run(capture_tools, target, args.timeout)
+    except CaptureError as exc:
+        print(f"aw-mcp capture: {exc}", file=sys.stderr)
+        return 1
+    write_capture(capture, args.out)
+    print(f"saved {len(capture['tools'])} tools to {args.out}", file=sys.stderr)
+    return 0
+
+
 def _list_simulators(args: argparse.Namespace) -> int:
     from aw_mcp.domain.loader import bundled_domain_names, load_domain
 
@@ -283,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aw-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_serve_parser(sub)
+    _add_capture_parser(sub)
     p = sub.add_parser("simulators", help="list the bundled simulated domains")
     p.set_defaults(handler=_list_simulators)
     _add_faults_parser(sub)

@@ -19,6 +19,7 @@ class ServeSettings(BaseSettings):
 
     # What to simulate
     simulator: list[str] = Field(default_factory=lambda: ["terminal"])
+    tools_from: list[Path] = Field(default_factory=list)  # captured tools/list files to mirror
     world: Path | None = None
     faults: list[Path] = Field(default_factory=list)
     profile: Literal["default", "agentworld"] = "default"

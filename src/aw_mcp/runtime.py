@@ -7,6 +7,7 @@ import logging
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
+from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.engines.base import Engine, default_inference_threads
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.episode.store import EpisodeStore, RecordSink
@@ -105,8 +106,15 @@ def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> 
 
 
 def build_catalogue(settings: ServeSettings) -> Catalogue:
-    """Load every domain and the user's world file; raises DataFileError on a bad file."""
-    domains = [load_domain(name) for name in settings.simulator]
+    """Load every domain and the user's world file; raises DataFileError on a bad file.
+
+    ``--tools-from`` alone serves only the mirrored tools; with ``--simulator`` both.
+    """
+    names = settings.simulator
+    if settings.tools_from and "simulator" not in settings.model_fields_set:
+        names = []
+    domains = [load_domain(name) for name in names]
+    domains += [mirror_domain(path) for path in settings.tools_from]
     world = load_world(settings.world) if settings.world else None
     return Catalogue(domains, extra_world=world)
 

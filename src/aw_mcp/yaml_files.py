@@ -88,12 +88,15 @@ def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> Model
         raise DataFileError(source, problems) from None
 
 
-def load_yaml_file(path: Path | str, model: type[ModelT]) -> ModelT:
-    path = Path(path)
+def read_data_file(path: Path | str) -> str:
+    """A data file's text; DataFileError (naming the file) if it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise DataFileError(
             path, [(None, f"cannot read the file: {exc.strerror or exc}")]
         ) from None
-    return parse_yaml_text(text, model, path)
+
+
+def load_yaml_file(path: Path | str, model: type[ModelT]) -> ModelT:
+    return parse_yaml_text(read_data_file(path), model, path)

@@ -34,6 +34,12 @@ class ToolSimulation(BaseModel):
         default=None, description="What a real observation of this tool looks like."
     )
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    read_only: bool | None = Field(
+        default=None,
+        description="Whether the tool only reads the world (for replaying a repeated call); "
+        "None: the tool's readOnlyHint annotation decides. For real tools whose captured "
+        "annotations leave it out, such as Brave's and Tavily's searches.",
+    )
 
 
 class ToolSpec(BaseModel):
@@ -62,6 +68,8 @@ class ToolSpec(BaseModel):
 
     @property
     def read_only(self) -> bool:
+        if self.simulation.read_only is not None:
+            return self.simulation.read_only
         return bool((self.annotations or {}).get("readOnlyHint", False))
 
 

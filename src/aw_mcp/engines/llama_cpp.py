@@ -35,6 +35,12 @@ from aw_mcp.engines.base import (
 )
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.engines.counters import EngineCounters
+from aw_mcp.engines.json_grammar import (
+    GrammarError,
+    GrammarFirstSampler,
+    JsonGrammar,
+    json_schema_grammar,
+)
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import common_prefix as _common_prefix
@@ -71,6 +77,9 @@ class LlamaCppOptions:
     n_batch: int = 512
     snapshot_budget_bytes: int = 1 << 30  # KV snapshots of idle episodes, in total
     seed: int = 0
+    # Check the unconstrained token against an outputSchema grammar before filtering the
+    # whole vocabulary (same output, about twice the decode speed; see json_grammar.py).
+    grammar_first: bool = True
 
 
 @dataclass
@@ -188,7 +197,11 @@ class LlamaCppEngine:
             raise EngineError(
                 f"the prompt has {len(tokens)} tokens; the context window is {self.options.n_ctx}"
             )
-        grammar = self._grammar_for(request.json_schema) if request.json_schema else None
+        grammar = (
+            self._grammar_for(request.json_schema, request.max_tokens)
+            if request.json_schema
+            else None
+        )
         return await run_in_turn(
             self.scheduler,
             request.cache_key,
@@ -201,14 +214,11 @@ class LlamaCppEngine:
             what="llama.cpp generation",
         )
 
-    def _grammar_for(self, schema: dict[str, Any]) -> Any:
-        import json
-
-        from llama_cpp import LlamaGrammar
-
+    def _grammar_for(self, schema: dict[str, Any], max_tokens: int) -> JsonGrammar | None:
+        """GBNF for a bounded subset of the outputSchema, or None (then only validated)."""
         try:
-            return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-        except Exception as exc:
+            return json_schema_grammar(schema, max_tokens)
+        except GrammarError as exc:
             log.warning("no grammar for this outputSchema (%s); output is validated instead", exc)
             return None
 
@@ -235,11 +245,22 @@ class LlamaCppEngine:
             stats.evaluated_prompt_tokens = len(tokens) - prefix
 
             llm.set_seed(self.options.seed if request.seed is None else request.seed)
-            # Grammar sits before top-k in this chain; the reverse order can abort the
-            # process when no top-k token is allowed (see the shared notes).
-            sampler = llm._init_sampler(
-                temp=request.temperature, top_k=40, top_p=0.95, min_p=0.05, grammar=grammar
-            )
+            sampler = llm._init_sampler(temp=request.temperature, top_k=40, top_p=0.95, min_p=0.05)
+            if grammar is not None:
+                try:
+                    # The grammar ends the document (no stop strings), and max_tokens never
+                    # cuts it below its shortest valid form.
+                    budget = max(request.max_tokens, grammar.closing_reserve)
+                    request = request.model_copy(update={"stop": [], "max_tokens": budget})
+                    sampler = GrammarFirstSampler(
+                        llm,
+                        grammar,
+                        sampler,
+                        check_first=self.options.grammar_first,
+                        max_tokens=budget,
+                    )
+                except GrammarError as exc:
+                    log.warning("grammar not used (%s); output is validated instead", exc)
             text, finish, n_out = self._decode_loop(llm, sampler, request, control)
             stats.completion_tokens = n_out
             stats.seconds = round(time.perf_counter() - started, 4)

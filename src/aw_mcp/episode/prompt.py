@@ -24,6 +24,7 @@ from aw_mcp.engines.reasoning import (
 )
 from aw_mcp.engines.reasoning import strip_reasoning as strip_reasoning  # re-export
 from aw_mcp.episode.episode import Turn
+from aw_mcp.episode.schema_outline import schema_outline
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
@@ -74,7 +75,7 @@ class PromptProfile:
         if tool.simulation.guidance:
             line += f"\n  Observation format: {tool.simulation.guidance.strip()}"
         if tool.output_schema:
-            line += "\n  Returns JSON matching: " + compact_json(tool.output_schema)
+            line += "\n  Returns JSON shaped like: " + schema_outline(tool.output_schema)
         return line
 
     def describe_world(self, world: WorldSpec) -> str:

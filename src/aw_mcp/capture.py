@@ -1,0 +1,70 @@
+"""``aw-mcp capture``: connect to a real MCP server as a client and save its ``tools/list``.
+
+The file has the shape of the captures in shared/tool-surfaces, ``{"tools": [...]}`` with the
+wire's camelCase field names, so ``aw-mcp serve --tools-from FILE.json`` mirrors the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+
+class CaptureError(RuntimeError):
+    """The server could not be reached or did not answer tools/list."""
+
+
+def stdio_target(
+    command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> StdioServerParameters:
+    """Launch ``command`` with this process's environment plus ``env`` (servers need keys)."""
+    if not command:
+        raise CaptureError("no server command given (aw-mcp capture --out F.json -- CMD ARGS)")
+    return StdioServerParameters(
+        command=command[0], args=command[1:], env={**os.environ, **(env or {})}, cwd=cwd
+    )
+
+
+async def capture_tools(
+    target: str | StdioServerParameters, timeout: float = 60.0
+) -> dict[str, Any]:
+    """The server's complete ``tools/list`` (all pages) as wire JSON: ``{"tools": [...]}``."""
+    tools: list[dict[str, Any]] = []
+    try:
+        with anyio.fail_after(timeout):
+            async with Client(target) as client:
+                cursor: str | None = None
+                while True:
+                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                    tools += [
+                        t.model_dump(by_alias=True, exclude_none=True, mode="json")
+                        for t in page.tools
+                    ]
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+    except TimeoutError:
+        raise CaptureError(
+            f"no complete tools/list from {_describe(target)} within {timeout:g}s"
+        ) from None
+    except OSError as exc:
+        raise CaptureError(f"could not start or reach {_describe(target)}: {exc}") from exc
+    except Exception as exc:  # the SDK raises several types for a server that misbehaves
+        raise CaptureError(f"tools/list failed on {_describe(target)}: {exc}") from exc
+    return {"tools": tools}
+
+
+def write_capture(capture: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(capture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _describe(target: str | StdioServerParameters) -> str:
+    if isinstance(target, str):
+        return target
+    return " ".join([target.command, *target.args])

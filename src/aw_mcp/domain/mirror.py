@@ -1,0 +1,83 @@
+"""Mirror any MCP server: serve the tools of a captured ``tools/list`` as a simulated domain.
+
+``aw-mcp serve --tools-from FILE.json`` reads a file shaped like a ``tools/list`` result,
+``{"tools": [{"name", "description", "inputSchema", "outputSchema", "annotations", ...}]}``
+(what ``aw-mcp capture`` writes, and the files in shared/tool-surfaces), and serves those
+tools with their names and schemas unchanged. The domain is named after the file stem
+(``github.json`` -> ``github``) and takes its world-model instructions, world facts and
+generation settings from the bundled ``mcp`` domain, which is written for any tool API.
+A tool may carry our own ``simulation`` block (guidance, max_tokens) to steer the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.models import DomainSpec, ToolSpec
+from aw_mcp.yaml_files import DataFileError, read_data_file
+
+# The bundled domain whose instructions and world every mirrored tool list uses.
+MIRROR_TEMPLATE_DOMAIN = "mcp"
+
+
+class ToolsListFile(BaseModel):
+    """A captured ``tools/list`` result (extra keys such as ``nextCursor`` are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tools: list[ToolSpec] = Field(min_length=1)
+
+
+def load_tools_file(path: Path | str) -> list[ToolSpec]:
+    """The tools of a capture file; raise DataFileError naming the file, line or tool."""
+    try:
+        data = json.loads(read_data_file(path))
+    except json.JSONDecodeError as exc:
+        raise DataFileError(path, [(exc.lineno, f"invalid JSON: {exc.msg}")]) from None
+    if isinstance(data, dict) and isinstance(data.get("result"), dict):
+        data = data["result"]  # a raw JSON-RPC response
+    if not isinstance(data, dict) or "tools" not in data:
+        raise DataFileError(path, [(None, 'expected a tools/list result: {"tools": [...]}')])
+    try:
+        return ToolsListFile.model_validate(data).tools
+    except ValidationError as exc:
+        problems: list[tuple[int | None, str]] = []
+        for err in exc.errors():
+            loc = list(err["loc"])
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+            if len(loc) >= 2 and loc[0] == "tools" and isinstance(loc[1], int):
+                name = (data["tools"][loc[1]] or {}).get("name", "?")
+                where += f" (tool {name!r})"
+            problems.append((None, f"{where}: {err['msg']}"))
+        raise DataFileError(path, problems) from None
+
+
+def mirror_domain_name(path: Path | str) -> str:
+    """``Brave Search.json`` -> ``brave-search``: the file stem as a domain name."""
+    name = re.sub(r"[^a-z0-9_\-]+", "-", Path(path).stem.lower()).strip("-_")
+    return name or "mirror"
+
+
+def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> DomainSpec:
+    """A domain serving the tools of capture file ``path``, simulated like ``template``."""
+    template = template or load_domain(MIRROR_TEMPLATE_DOMAIN)
+    tools = load_tools_file(path)
+    names = {tool.name for tool in tools}
+    if len(names) != len(tools):
+        raise DataFileError(path, [(None, "a tool name appears twice")])
+    return DomainSpec(
+        name=mirror_domain_name(path),
+        title=f"Simulated mirror of {Path(path).name}",
+        description=f"The {len(tools)} tools captured in {Path(path).name}, simulated.",
+        instructions=template.instructions,
+        world=template.world,
+        generation=template.generation,
+        tools=tools,
+        # Worked examples only make sense for tools this server really has.
+        demonstrations=[d for d in template.demonstrations if d.tool in names],
+    )

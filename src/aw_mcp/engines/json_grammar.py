@@ -1,0 +1,594 @@
+"""Grammars that keep a model's output valid against a tool's outputSchema, and always finite.
+
+Three pieces, used by the llama.cpp engine:
+
+- ``grammar_view(schema, max_tokens)``: a *bounded subset* of the schema, used for the grammar
+  only (never for validation). Every string gets a ``maxLength``, every array a ``maxItems``,
+  free-form values become bounded scalars, extra keys are dropped, and optional properties
+  are kept only while the worst case still fits the token budget. Anything this view accepts
+  the original schema accepts too, so constrained output validates; and because every value is
+  bounded, a model that loops inside a string is cut off by the grammar instead of running
+  into ``max_tokens`` with half a JSON document.
+- ``json_schema_grammar(schema, max_tokens)``: the GBNF text for that view (llama.cpp's own
+  JSON-schema converter, with bounded strings, numbers and patterns).
+- ``GrammarFirstSampler``: the sampling trick of llama.cpp's own ``common_sampler``. Applying
+  a grammar to the whole vocabulary at every step costs about half the decode speed; instead
+  the unconstrained choice is checked against the grammar alone, and only when the grammar
+  rejects it is the full vocabulary filtered. Greedy output is identical, and no rejected token
+  is ever accepted into the grammar (which is what aborts the process in a ``top_k -> grammar``
+  chain, see shared/notes/local-inference.md). Near ``max_tokens`` it closes the document
+  (strings, arrays, objects) so the answer is complete JSON when the budget runs out.
+
+Whatever the grammar cannot express exactly (``oneOf`` exclusivity, ``uniqueItems``, ...) is
+still caught by validation in the simulator, which retries and finally answers ``isError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import json
+import logging
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Output budget: roughly how many characters of JSON one token carries. Digits are one token
+# each in many vocabularies, so numbers are weighed at their full digit count.
+CHARS_PER_TOKEN = 3
+MIN_STRING_LENGTH = 16  # strings are never bounded below this (unless the schema says so)
+MAX_DEPTH = 8  # below this depth arrays are empty and optional properties dropped
+PATTERN_REPEAT = 16  # a regex "*" or "+" becomes "{0,16}" / "{1,16}" in the grammar
+INTEGER_DIGITS = 12  # integral digits a number may have when the schema sets no maximum
+DECIMAL_DIGITS = 6
+# Tried in order, richest first; the first that fits the budget wins.
+OPTIONAL_DEPTHS = (MAX_DEPTH, 1, 0)
+ITEM_CAPS = (4, 2, 1)
+
+
+# Grammar patterns for string formats llama.cpp's converter has no rule for.
+FORMAT_PATTERNS = {
+    "uri": r"^https://[a-z0-9][a-z0-9.-]{0,40}[.][a-z]{2,6}(/[A-Za-z0-9._~%/?#=&+-]{0,80})?$",
+    "email": r"^[a-z0-9._-]{1,24}@[a-z0-9-]{1,24}[.][a-z]{2,6}$",
+}
+FORMAT_PATTERNS["url"] = FORMAT_PATTERNS["iri"] = FORMAT_PATTERNS["uri"]
+
+
+class GrammarError(ValueError):
+    """The schema cannot be turned into a grammar (it is then only validated)."""
+
+
+@dataclass(frozen=True)
+class JsonGrammar:
+    """A compiled output grammar and how many tokens its shortest completion may need."""
+
+    gbnf: str
+    closing_reserve: int  # from this many tokens before max_tokens on, the sampler closes up
+
+
+@dataclass(frozen=True)
+class Bounds:
+    optional_depth: int  # keep optional properties in this many levels of objects (0: none)
+    max_items: int
+    max_length: int
+
+
+# -- the bounded view ------------------------------------------------------------------------
+
+
+def grammar_view(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """A bounded subset of ``schema`` whose worst case fits about ``max_tokens`` tokens.
+
+    Raises GrammarError for schemas the view cannot bound (unresolvable or endless $refs).
+    """
+    budget = max_tokens * CHARS_PER_TOKEN
+    for optional_depth in OPTIONAL_DEPTHS:
+        for max_items in ITEM_CAPS:
+            found = _longest_fitting(schema, optional_depth, max_items, budget)
+            if found is not None:
+                return found
+    # Nothing fits: the smallest view (arrays empty where allowed). The engine raises
+    # max_tokens to its shortest completion (JsonGrammar.closing_reserve) when needed.
+    return _build_view(schema, Bounds(0, 0, MIN_STRING_LENGTH))
+
+
+def _longest_fitting(
+    schema: dict[str, Any], optional_depth: int, max_items: int, budget: int
+) -> dict[str, Any] | None:
+    """The view with the longest string bound that fits, or None if even the shortest does not."""
+    low, high = MIN_STRING_LENGTH, max(MIN_STRING_LENGTH, budget)
+    best = _build_view(schema, Bounds(optional_depth, max_items, low))
+    if _worst_chars(best) > budget:
+        return None
+    while low < high:  # binary search on the string bound
+        middle = (low + high + 1) // 2
+        view = _build_view(schema, Bounds(optional_depth, max_items, middle))
+        if _worst_chars(view) <= budget:
+            low, best = middle, view
+        else:
+            high = middle - 1
+    return best
+
+
+def _build_view(schema: dict[str, Any], bounds: Bounds) -> dict[str, Any]:
+    return _ViewBuilder(schema, bounds).visit(schema, 0)
+
+
+class _ViewBuilder:
+    def __init__(self, root: dict[str, Any], bounds: Bounds):
+        self.root = root
+        self.bounds = bounds
+
+    def visit(self, node: Any, depth: int) -> dict[str, Any]:
+        if depth > 3 * MAX_DEPTH:
+            raise GrammarError("the schema nests too deeply (a recursive $ref?)")
+        if node is True or node == {}:
+            return self._free_form()
+        if not isinstance(node, dict):
+            raise GrammarError(f"unsupported schema {node!r}")
+        if "$ref" in node:
+            return self.visit(self._resolve(node["$ref"]), depth + 1)
+        if "const" in node:
+            return {"const": node["const"]}
+        if "enum" in node:
+            return {"enum": list(node["enum"])}
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                base = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+                alternatives = [self.visit({**base, **alt}, depth) for alt in node[key]]
+                return {"anyOf": alternatives}
+        if "allOf" in node:
+            return self.visit(_merge_all_of(node, self._resolve), depth)
+        kind = node.get("type")
+        if isinstance(kind, list):
+            return {"anyOf": [self.visit({**node, "type": t}, depth) for t in kind]}
+        if kind == "object" or (kind is None and "properties" in node):
+            return self._object(node, depth)
+        if kind == "array" or (kind is None and ("items" in node or "prefixItems" in node)):
+            return self._array(node, depth)
+        if kind == "string":
+            return self._string(node)
+        if kind in ("integer", "number"):
+            keep = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+            return {"type": kind, **{k: node[k] for k in keep if k in node}}
+        if kind in ("boolean", "null"):
+            return {"type": kind}
+        if kind is None:
+            return self._free_form()
+        raise GrammarError(f"unsupported type {kind!r}")
+
+    def _resolve(self, ref: str) -> Any:
+        if not ref.startswith("#"):
+            raise GrammarError(f"only local $refs are supported, not {ref!r}")
+        target: Any = self.root
+        for part in filter(None, ref[1:].split("/")):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, dict) or part not in target:
+                raise GrammarError(f"unresolvable $ref {ref!r}")
+            target = target[part]
+        return target
+
+    def _free_form(self) -> dict[str, Any]:
+        # Any JSON value is allowed; a bounded scalar is a valid (and finite) choice.
+        return {
+            "anyOf": [
+                {"type": "string", "maxLength": self.bounds.max_length},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "null"},
+            ]
+        }
+
+    def _object(self, node: dict[str, Any], depth: int) -> dict[str, Any]:
+        declared = node.get("properties") or {}
+        required = list(node.get("required", []))
+        keep_optional = depth < self.bounds.optional_depth and depth < MAX_DEPTH
+        properties = {
+            name: self.visit(sub, depth + 1)
+            for name, sub in declared.items()
+            if name in required or keep_optional
+        }
+        extra = node.get("additionalProperties", True)
+        for name in required:  # required but not declared: any value the schema allows
+            if name not in properties:
+                properties[name] = self.visit(extra if isinstance(extra, dict) else True, depth + 1)
+        # additionalProperties: false in the view (extra keys are never needed to be valid).
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+
+    def _array(self, node: dict[str, Any], depth: int) -> dict[str, Any]:
+        min_items = int(node.get("minItems", 0))
+        cap = self.bounds.max_items if depth < MAX_DEPTH else 0
+        max_items = max(min_items, min(int(node.get("maxItems", cap)), cap))
+        tuple_items = node.get("prefixItems")
+        if tuple_items is None and isinstance(node.get("items"), list):
+            tuple_items = node["items"]  # draft-07 tuple form
+        if tuple_items is not None:
+            return {
+                "type": "array",
+                "prefixItems": [self.visit(item, depth + 1) for item in tuple_items],
+            }
+        items = node.get("items", True)
+        return {
+            "type": "array",
+            "items": self.visit(items, depth + 1),
+            "minItems": min_items,
+            "maxItems": max_items,
+        }
+
+    def _string(self, node: dict[str, Any]) -> dict[str, Any]:
+        if "pattern" in node:
+            return {"type": "string", "pattern": bounded_pattern(node["pattern"])}
+        fmt = node.get("format")
+        if fmt in FORMAT_PATTERNS and "maxLength" not in node:
+            # Validators rarely assert formats, but a URL that looks like one reads better
+            # and passes a client that does.
+            return {"type": "string", "pattern": FORMAT_PATTERNS[fmt]}
+        if fmt in ("date", "time", "date-time") or re.fullmatch(r"uuid[1-5]?", fmt or ""):
+            return {"type": "string", "format": fmt}
+        min_length = int(node.get("minLength", 0))
+        max_length = min(int(node.get("maxLength", self.bounds.max_length)), self.bounds.max_length)
+        return {"type": "string", "minLength": min_length, "maxLength": max(min_length, max_length)}
+
+
+def _merge_all_of(node: dict[str, Any], resolve) -> dict[str, Any]:
+    """allOf of object schemas as one object (other constraints are left to validation)."""
+    merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    parts = [{k: v for k, v in node.items() if k != "allOf"}, *node["allOf"]]
+    for part in parts:
+        if "$ref" in part:
+            part = resolve(part["$ref"])
+        if part.get("type") not in (None, "object"):
+            raise GrammarError("allOf of non-object schemas is not supported")
+        merged["properties"].update(part.get("properties") or {})
+        merged["required"] += [r for r in part.get("required", []) if r not in merged["required"]]
+    return merged
+
+
+# Regex escapes llama-cpp-python's pattern converter does not understand, rewritten to the
+# same characters in a form it does (outside and inside [...]).
+_ESCAPES_OUTSIDE_CLASS = {
+    "d": "[0-9]",
+    "w": "[0-9A-Za-z_]",
+    "s": "[ \\t\\n\\r]",
+    ".": "[.]",
+    "/": "/",
+    "-": "-",
+    "$": "[\\x24]",
+    "^": "[\\x5E]",
+}
+_ESCAPES_INSIDE_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": " \\t\\n\\r", ".": ".", "/": "/"}
+
+
+def bounded_pattern(pattern: str) -> str:
+    """A regex accepting a subset of ``pattern``: anchored, with bounded repetitions.
+
+    ``(?:`` groups become plain groups (same language), ``*``/``+``/``{n,}`` get an upper
+    bound, missing ``^``/``$`` anchors are added (a full match also "contains" a match), and
+    shorthand escapes become character classes.
+    """
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            escaped = pattern[i + 1]
+            table = _ESCAPES_INSIDE_CLASS if in_class else _ESCAPES_OUTSIDE_CLASS
+            out.append(table.get(escaped, pattern[i : i + 2]))
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+            out.append(c)
+        elif c == "[":
+            in_class = True
+            out.append(c)
+        elif pattern.startswith("(?:", i):
+            out.append("(")
+            i += 3
+            continue
+        elif c == "*":
+            out.append(f"{{0,{PATTERN_REPEAT}}}")
+        elif c == "+":
+            out.append(f"{{1,{PATTERN_REPEAT}}}")
+        elif c == "{" and (m := re.match(r"\{(\d+),\}", pattern[i:])):
+            low = int(m.group(1))
+            out.append(f"{{{low},{low + PATTERN_REPEAT}}}")
+            i += len(m.group(0))
+            continue
+        else:
+            out.append(c)
+        i += 1
+    text = "".join(out)
+    return ("" if text.startswith("^") else "^") + text + ("" if text.endswith("$") else "$")
+
+
+def _worst_chars(view: dict[str, Any]) -> int:
+    """Upper estimate of the characters (number digits: tokens x CHARS_PER_TOKEN) a view allows."""
+    if "const" in view:
+        return len(json.dumps(view["const"])) + 1
+    if "enum" in view:
+        return max((len(json.dumps(v)) for v in view["enum"]), default=0) + 1
+    if "anyOf" in view:
+        return max((_worst_chars(alt) for alt in view["anyOf"]), default=0)
+    kind = view.get("type")
+    if kind == "string":
+        if "pattern" in view:
+            return 2 * len(view["pattern"])
+        if "format" in view:
+            return 40
+        return view["maxLength"] + 3
+    if kind in ("integer", "number"):
+        digits = INTEGER_DIGITS + (DECIMAL_DIGITS + 1 if kind == "number" else 0)
+        return (digits + 1) * CHARS_PER_TOKEN
+    if kind in ("boolean", "null"):
+        return 6
+    if kind == "array":
+        if "prefixItems" in view:
+            return 3 + sum(_worst_chars(item) + 2 for item in view["prefixItems"])
+        return 3 + view["maxItems"] * (_worst_chars(view["items"]) + 2)
+    if kind == "object":
+        return 3 + sum(
+            len(name) + 5 + _worst_chars(sub) for name, sub in view["properties"].items()
+        )
+    return 0
+
+
+def _least_chars(view: dict[str, Any]) -> int:
+    """Characters of the shortest JSON the view allows (required keys, empty values)."""
+    if "const" in view:
+        return len(json.dumps(view["const"]))
+    if "enum" in view:
+        return min((len(json.dumps(v)) for v in view["enum"]), default=0)
+    if "anyOf" in view:
+        return min((_least_chars(alt) for alt in view["anyOf"]), default=0)
+    kind = view.get("type")
+    if kind == "string":
+        if "pattern" in view or "format" in view:
+            return 2 * len(view.get("pattern", "")) or 40
+        return view.get("minLength", 0) + 2
+    if kind == "array":
+        if "prefixItems" in view:
+            return 2 + sum(_least_chars(item) + 1 for item in view["prefixItems"])
+        return 2 + view.get("minItems", 0) * (_least_chars(view["items"]) + 1)
+    if kind == "object":
+        return 2 + sum(
+            len(name) + 3 + _least_chars(view["properties"][name]) for name in view["required"]
+        )
+    return 5  # a digit, true/false/null
+
+
+# -- GBNF ------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _grammar_cached(schema_json: str, max_tokens: int) -> JsonGrammar:
+    from llama_cpp.llama_grammar import RESERVED_NAMES, SchemaConverter
+
+    class BoundedConverter(SchemaConverter):
+        """llama.cpp's converter, with compact bounded strings and bounded numbers."""
+
+        def visit(self, schema: dict[str, Any], name: str) -> str:
+            kind = schema.get("type")
+            rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
+            if kind == "string" and "maxLength" in schema:
+                self._add_rule("json-char", JSON_CHAR)
+                low, high = schema.get("minLength", 0), schema["maxLength"]
+                return self._add_rule(rule_name, f'"\\"" json-char{{{low},{high}}} "\\"" space')
+            if kind in ("integer", "number") and not ({"enum", "const"} & schema.keys()):
+                return self._add_rule(rule_name, number_rule(schema) + " space")
+            return super().visit(schema, name)
+
+    view = grammar_view(json.loads(schema_json), max_tokens)
+    converter = BoundedConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    try:
+        converter.visit(view, "")
+    except (AssertionError, KeyError, ValueError, RecursionError) as exc:
+        raise GrammarError(f"llama.cpp's converter refused the schema: {exc}") from None
+    # Closing the document costs at most one token per character of its shortest form.
+    return JsonGrammar(converter.format_grammar(), closing_reserve=_least_chars(view) + 2)
+
+
+# A JSON string character: no raw control characters (json.loads rejects them) and no \u
+# escapes (a lone surrogate would break the UTF-8 wire later). Still a subset of JSON.
+JSON_CHAR = r'[^"\\\x00-\x1F] | "\\" ["\\/bfnrt]'
+
+
+def number_rule(schema: dict[str, Any]) -> str:
+    """GBNF for an integer/number within simple bounds (sign, > 0, |value| below a limit).
+
+    Bounds it cannot express (a minimum above 1, a maximum at or below 0) fall back to any
+    number of at most INTEGER_DIGITS digits; validation then has the last word.
+    """
+    integer = schema.get("type") == "integer"
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    low_exclusive = "minimum" not in schema and "exclusiveMinimum" in schema
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    fraction = "" if integer else f' ("." [0-9]{{1,{DECIMAL_DIGITS}}})?'
+    generic = f'"-"? ("0" | [1-9] [0-9]{{0,{INTEGER_DIGITS - 1}}}){fraction}'
+    if (low is not None and low > 1) or (high is not None and high <= 0):
+        return generic
+    signed = low is None or low < 0
+    positive = low is not None and (low > 0 or (low == 0 and low_exclusive))
+    limits = [high] if high is not None else []
+    if low is not None and low < 0:
+        limits.append(-low)
+    limit = min(limits) if limits else None
+    lowest_digit = 1 if positive else 0
+    if limit is not None and limit < 10:
+        # One digit, strictly below the limit (with its fraction, for numbers).
+        top = math.ceil(limit) - 1 if integer else math.floor(limit) - 1
+        if top < lowest_digit:
+            return generic
+        integral = f"[{lowest_digit}-{top}]"
+    else:
+        # One digit fewer than the limit has: always below it.
+        digits = INTEGER_DIGITS if limit is None else min(INTEGER_DIGITS, len(str(int(limit))) - 1)
+        rest = f" [0-9]{{0,{digits - 1}}}" if digits > 1 else ""
+        integral = f"[1-9]{rest}" if positive else f'("0" | [1-9]{rest})'
+    sign = '"-"? ' if signed else ""
+    return f"{sign}{integral}{fraction}"
+
+
+def json_schema_grammar(schema: dict[str, Any], max_tokens: int) -> JsonGrammar:
+    """The grammar of a bounded subset of ``schema`` sized for ``max_tokens`` (cached).
+
+    Raises GrammarError when the schema cannot be expressed; the caller then generates without
+    a grammar and relies on validation.
+    """
+    return _grammar_cached(json.dumps(schema), max_tokens)
+
+
+# -- sampling --------------------------------------------------------------------------------
+
+
+class GrammarFirstSampler:
+    """Sample with a base chain; constrain by the grammar only when the choice breaks it.
+
+    Drop-in for ``llama_cpp._internals.LlamaSampler`` in a decode loop (``sample(ctx, idx)``).
+    ``check_first=False`` filters the whole vocabulary at every step, as llama-cpp-python's
+    own grammar sampler does (kept for benchmarks and as a fallback).
+
+    With ``max_tokens`` set, the last ``grammar.closing_reserve`` tokens are spent closing the
+    document: whenever the grammar allows a token made only of ``"``, ``]`` and ``}``, one is
+    taken, so strings, arrays and objects end and the JSON is complete before max_tokens.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        grammar: JsonGrammar,
+        chain: Any,
+        *,
+        check_first: bool = True,
+        max_tokens: int | None = None,
+    ):
+        import llama_cpp
+        import numpy as np
+
+        self._llama_cpp = llama_cpp
+        self._grammar = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar.gbnf.encode("utf-8"), b"root"
+        )
+        if not self._grammar:
+            raise GrammarError("llama.cpp could not parse the generated grammar")
+        self._chain = chain
+        self._vocab = llm._model.vocab
+        self._check_first = check_first
+        self._n_vocab = llm.n_vocab()
+        self._data = (llama_cpp.llama_token_data * self._n_vocab)()
+        self._table = np.ctypeslib.as_array(self._data)
+        self._ids = np.arange(self._n_vocab, dtype=np.int32)
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._closing_from = None if max_tokens is None else max_tokens - grammar.closing_reserve
+        self._closers = _closing_tokens(llm)
+        self._closer_data = (llama_cpp.llama_token_data * max(1, len(self._closers)))()
+        self.rejections = 0  # steps where the unconstrained choice broke the grammar
+        self.closing_steps = 0  # steps spent closing the document near max_tokens
+        self.steps = 0
+
+    def _candidates(self, ctx: Any, idx: int) -> Any:
+        import numpy as np
+
+        logits = self._llama_cpp.llama_get_logits_ith(ctx, idx)
+        self._table["id"] = self._ids
+        self._table["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))
+        self._table["p"] = 0.0
+        return self._llama_cpp.llama_token_data_array(
+            data=self._data, size=self._n_vocab, selected=-1, sorted=False
+        )
+
+    def _select(self, candidates: Any) -> tuple[int, float]:
+        self._llama_cpp.llama_sampler_apply(self._chain.sampler, ctypes.byref(candidates))
+        if candidates.selected < 0:
+            raise GrammarError("the sampler chain selected no token")
+        # Samplers may replace the data pointer, so read through the struct.
+        chosen = candidates.data[candidates.selected]
+        return int(chosen.id), float(chosen.logit)
+
+    def _allowed(self, token: int) -> bool:
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
+        single = self._llama_cpp.llama_token_data_array(
+            data=self._one, size=1, selected=-1, sorted=False
+        )
+        self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(single))
+        return not math.isinf(single.data[0].logit)
+
+    def _closing_token(self, ctx: Any, idx: int) -> int:
+        """The likeliest closing token the grammar allows now, or -1."""
+        if not self._closers:
+            return -1
+        logits = self._llama_cpp.llama_get_logits_ith(ctx, idx)
+        for i, token in enumerate(self._closers):
+            entry = self._closer_data[i]
+            entry.id, entry.logit, entry.p = token, logits[token], 0.0
+        closers = self._llama_cpp.llama_token_data_array(
+            data=self._closer_data, size=len(self._closers), selected=-1, sorted=False
+        )
+        self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(closers))
+        best, best_logit = -1, -math.inf
+        for i in range(closers.size):
+            entry = closers.data[i]
+            if not math.isinf(entry.logit) and entry.logit > best_logit:
+                best, best_logit = int(entry.id), entry.logit
+        return best
+
+    def sample(self, ctx: Any, idx: int = -1) -> int:
+        raw_ctx = ctx.ctx
+        self.steps += 1
+        token = -1
+        if self._closing_from is not None and self.steps > self._closing_from:
+            token = self._closing_token(raw_ctx, idx)
+            self.closing_steps += token >= 0
+        if token < 0 and self._check_first:
+            token, _ = self._select(self._candidates(raw_ctx, idx))
+            if not self._allowed(token):
+                self.rejections += 1
+                token = -1
+        if token < 0:
+            candidates = self._candidates(raw_ctx, idx)
+            self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(candidates))
+            token, logit = self._select(candidates)
+            if math.isinf(logit):
+                # Never accept a token the grammar refused: llama.cpp would abort the process.
+                raise GrammarError("the grammar allows no token here")
+        if not self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
+            self._llama_cpp.llama_sampler_accept(self._grammar, token)
+        self._chain.accept(token)
+        return token
+
+    def close(self) -> None:
+        if self._grammar:
+            self._llama_cpp.llama_sampler_free(self._grammar)
+            self._grammar = None
+
+    def __del__(self) -> None:
+        # At interpreter exit the library may be gone already; nothing is left to free then.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+_CLOSING_CHARS = frozenset('"]}')
+
+
+def _closing_tokens(llm: Any) -> list[int]:
+    """Tokens whose text is only closing characters (and spaces): ``"``, ``"}``, ``]}``..."""
+    cached = getattr(llm, "_aw_closing_tokens", None)
+    if cached is None:
+        cached = []
+        for token in range(llm.n_vocab()):
+            text = llm._model.token_get_text(token)
+            # Spaces as byte-level BPE (U+0120) and SentencePiece (U+2581) vocabularies write them.
+            stripped = text.replace(" ", "").replace("\u0120", "").replace("\u2581", "")
+            if stripped and set(stripped) <= _CLOSING_CHARS:
+                cached.append(token)
+        llm._aw_closing_tokens = cached
+    return cached

@@ -1,0 +1,121 @@
+"""The seven bundled domains: valid data, real tool surfaces, and answers from the real model."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from mcp import Client
+
+from aw_mcp.domain.loader import bundled_domain_names, load_domain
+from tests.conftest import SHARED_DIR
+from tests.fake_engine import FakeEngine
+from tests.tool_calls import simulated_server, with_max_tokens
+
+SEVEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
+
+# Where each domain's tools come from: captures of real servers (shared/tool-surfaces) ...
+CAPTURES = {
+    "mcp": ["everything.json"],
+    "search": ["brave-search.json", "tavily.json", "exa.json", "fetch.json"],
+    "terminal": ["desktop-commander.json"],
+    "swe": ["git.json", "filesystem.json"],
+    "android": ["mobile.json"],
+    "web": ["playwright.json"],
+    "os": ["filesystem.json"],
+}
+# ... except these, which are ours (no real server fixes their names).
+OWN_TOOLS = {
+    "terminal": {"run_command"},
+    "swe": {"run_command", "run_tests"},
+    "os": {
+        "desktop_snapshot",
+        "desktop_click",
+        "desktop_type",
+        "desktop_hotkey",
+        "desktop_open_app",
+        "desktop_scroll",
+    },
+}
+WIRE_FIELDS = ("title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def test_all_seven_domains_are_bundled():
+    assert set(SEVEN) <= set(bundled_domain_names())
+
+
+@pytest.mark.parametrize("name", SEVEN)
+def test_domain_file_is_complete(name):
+    domain = load_domain(name)
+    assert domain.instructions.strip() and domain.description
+    assert domain.world.facts, "an initial world is pinned as facts"
+    assert 1 <= len(domain.demonstrations) <= 3
+    for tool in domain.tools:
+        assert tool.simulation.guidance, f"{name}/{tool.name} says what the real tool prints"
+    json.dumps(domain.world.model_dump())  # facts are plain JSON (no YAML dates)
+    for demo in domain.demonstrations:
+        schema = domain.tool(demo.tool).input_schema
+        jsonschema.validate(demo.arguments, schema)  # demonstrations are valid calls
+        if domain.tool(demo.tool).output_schema:
+            jsonschema.validate(json.loads(demo.observation), domain.tool(demo.tool).output_schema)
+
+
+@pytest.mark.parametrize("name", SEVEN)
+def test_tools_are_wire_identical_to_real_servers(name):
+    if not SHARED_DIR.is_dir():
+        pytest.skip("shared/tool-surfaces is not beside the checkout")
+    real = {}
+    for file in CAPTURES[name]:
+        for tool in json.loads((SHARED_DIR / "tool-surfaces" / file).read_text())["tools"]:
+            real.setdefault(tool["name"], tool)
+    domain = load_domain(name)
+    for tool in domain.tools:
+        if tool.name in OWN_TOOLS.get(name, set()):
+            continue
+        assert tool.name in real, f"{name}/{tool.name} is not a tool of {CAPTURES[name]}"
+        ours = tool.model_dump(by_alias=True, exclude={"simulation"}, exclude_none=True)
+        for field in WIRE_FIELDS:
+            mine, theirs = ours.get(field), real[tool.name].get(field)
+            if field == "description":  # YAML block scalars drop trailing spaces on lines
+                mine, theirs = _strip_line_ends(mine), _strip_line_ends(theirs)
+            assert mine == theirs, f"{tool.name}.{field}"
+
+
+def _strip_line_ends(text: str | None) -> str | None:
+    return None if text is None else "\n".join(line.rstrip() for line in text.splitlines())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", SEVEN)
+async def test_domain_is_listed_and_answers_through_an_mcp_client(name, module_engine):
+    """A real MCP client lists the domain's tools and gets the embedded model's answer."""
+    domain = with_max_tokens(load_domain(name), 24)
+    server = simulated_server(module_engine, domain)
+    demo = domain.demonstrations[0]
+    async with Client(server) as client:
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == [t.name for t in domain.tools]
+        result = await client.call_tool(demo.tool, demo.arguments)
+    assert not result.is_error, result.content
+    assert result.content[0].text.strip(), "the world model answered with nothing"
+    if domain.tool(demo.tool).output_schema:
+        # The client already validated it; check it is really there.
+        assert result.structured_content is not None
+
+
+@pytest.mark.anyio
+async def test_search_repeats_a_query_and_fetch_sees_the_earlier_snippet():
+    """Same query, same results (replay, no model call); a fetch is simulated with the search
+    results in its history, so the page can agree with its snippet."""
+    snippet = '{"url": "https://example.org/a", "title": "A", "description": "Fact 42."}'
+    fake = FakeEngine(snippet)
+    server = simulated_server(fake, load_domain("search"))
+    query = {"query": "fact about a"}
+    async with Client(server) as client:
+        first = await client.call_tool("brave_web_search", query)
+        again = await client.call_tool("brave_web_search", query)
+        await client.call_tool("fetch", {"url": "https://example.org/a"})
+    assert again.content[0].text == first.content[0].text == snippet
+    assert len(fake.requests) == 2  # the repeated search was replayed, not simulated
+    assert "Fact 42." in fake.last_prompt and "Action: fetch" in fake.last_prompt
