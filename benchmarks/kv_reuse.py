@@ -96,9 +96,13 @@ async def main() -> None:
     print(f"{args.episodes} episodes x {args.steps} steps, terminal domain, embedded SmolLM2")
     print(f"{'config':18}" + "".join(f"{c:>28}" for c in columns))
     for name, row in results.items():
+        if name == "no reuse":
+            continue
         print(f"{name:18}" + "".join(f"{row[c]:>28.3f}" for c in columns))
     base = results["no reuse"]["s/step (last round)"]
     for name, row in results.items():
+        if name == "no reuse":
+            continue
         print(
             f"last-round speed-up of {name} over no reuse: {base / row['s/step (last round)']:.1f}x"
         )
