@@ -87,11 +87,9 @@ async def test_trimming_keeps_a_stable_prefix_for_the_next_steps():
     for i in range(40):
         await call(sim, "run_command", command=f"echo {i} " + "y" * 60)
     (episode,) = sim.episodes.all()
-    trims = sum(
-        1
-        for a, b in zip(sim.episodes.all()[0].records, episode.records[1:], strict=False)
-        if b.omitted_turns != a.omitted_turns
-    )
+    omitted = [r.omitted_turns for r in episode.records]
+    trims = sum(1 for before, after in zip(omitted, omitted[1:], strict=False) if after != before)
+    assert trims >= 1
     assert trims < 40 / 3  # trimmed in chunks, not at every step (each trim costs the KV cache)
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import jsonschema
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
@@ -31,6 +30,7 @@ from aw_mcp.episode.episode import CallRecord, Episode, ObservationSource, Turn
 from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import CallContext, FaultDecision, FaultLayer, JsonRpcFault, NoFaults
+from aw_mcp.json_schemas import schema_errors
 
 log = logging.getLogger(__name__)
 
@@ -89,17 +89,20 @@ class WorldSimulator:
         async with episode.lock:
             return await self._call_locked(episode, served, arguments, progress)
 
-    def reject(self, episode_id: str, served: ServedTool, arguments: Any, message: str) -> None:
-        """Record a call refused before simulation (invalid arguments)."""
+    async def reject(
+        self, episode_id: str, served: ServedTool, arguments: Any, message: str
+    ) -> None:
+        """Record a call refused before simulation (invalid arguments), in arrival order."""
         episode = self.episodes.get(episode_id, served.domain.name)
-        self._record(
-            episode,
-            served,
-            arguments if isinstance(arguments, dict) else {"_raw": arguments},
-            ToolAnswer(text=message, is_error=True),
-            "invalid-arguments",
-            time.time(),
-        )
+        async with episode.lock:
+            self._record(
+                episode,
+                served,
+                arguments if isinstance(arguments, dict) else {"_raw": arguments},
+                ToolAnswer(text=message, is_error=True),
+                "invalid-arguments",
+                time.time(),
+            )
 
     async def _call_locked(
         self,
@@ -412,9 +415,7 @@ def parse_structured(text: str, schema: dict[str, Any]) -> tuple[Any | None, str
         value, _ = json.JSONDecoder().raw_decode(candidate)
     except json.JSONDecodeError as exc:
         return None, f"not JSON: {exc.msg} at char {exc.pos}"
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        return None, f"{where}: {exc.message}"
+    problems = schema_errors(schema, value)
+    if problems:
+        return None, problems[0]
     return value, ""

@@ -27,10 +27,6 @@ class BackgroundLoad:
         self._started = False
         self.error: EngineError | None = None
 
-    @property
-    def loaded(self) -> bool:
-        return self._done.is_set() and self.error is None
-
     async def start(self) -> None:
         if self._started:
             await self._done.wait()

@@ -408,10 +408,6 @@ class TransformersEngine:
             log.info("dropped the KV cache of %r (%d bytes): over budget", old_key, old.nbytes)
 
     @property
-    def cached_episodes(self) -> int:
-        return len(self._caches)
-
-    @property
     def cache_bytes(self) -> int:
         return self._cache_bytes
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 import anyio
@@ -78,7 +77,6 @@ class Episode:
         self.conditions: list[WorldCondition] = []
         self.omitted_turns = 0  # oldest turns left out of the prompt to fit the context window
         self.lock = anyio.Lock()
-        self.created_at = time.time()
 
     @property
     def cache_key(self) -> str:

@@ -46,10 +46,6 @@ class FaultDecision:
     conditions: list[WorldCondition] = field(default_factory=list)
     transforms: list[Callable[[ToolAnswer], ToolAnswer]] = field(default_factory=list)
 
-    @property
-    def empty(self) -> bool:
-        return not self.fired
-
 
 @dataclass(frozen=True)
 class CallContext:

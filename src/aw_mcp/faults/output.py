@@ -22,10 +22,9 @@ import random
 import re
 from typing import Any
 
-import jsonschema
-
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.faults.scenario import CorruptEffect, EmptyEffect, SchemaDriftEffect, TruncateEffect
+from aw_mcp.json_schemas import schema_errors
 
 OutputEffect = TruncateEffect | EmptyEffect | CorruptEffect | SchemaDriftEffect
 
@@ -45,10 +44,9 @@ def damage(
     rng = random.Random(seed)  # a local generator, seeded per call: never a shared stream
     if output_schema is not None and answer.structured is not None:
         value = _damage_value(answer.structured, effect, rng)
-        try:
-            jsonschema.validate(value, output_schema)
-        except jsonschema.ValidationError as exc:
-            return ToolAnswer(text=f"Output validation error: {exc.message}", is_error=True)
+        problems = schema_errors(output_schema, value)
+        if problems:
+            return ToolAnswer(text=f"Output validation error: {problems[0]}", is_error=True)
         return ToolAnswer(text=json.dumps(value, ensure_ascii=False), structured=value)
     return ToolAnswer(text=_damage_text(answer.text, effect, rng))
 

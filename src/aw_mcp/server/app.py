@@ -75,7 +75,7 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
         if problems:
             message = f"Invalid arguments for tool {params.name}: " + "; ".join(problems)
             log.info("episode %r: %s", episode_id, message)
-            simulator.reject(episode_id, served, arguments, message)
+            await simulator.reject(episode_id, served, arguments, message)
             return error_result(message)
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
