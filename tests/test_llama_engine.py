@@ -151,3 +151,15 @@ async def test_a_file_that_is_not_a_gguf_model_is_a_clear_error(tmp_path):
     engine = LlamaCppEngine(LlamaCppOptions(model_path=bogus, n_threads=2))
     with pytest.raises(EngineError, match="could not load the model"):
         await engine.count_tokens(COUNTING)
+
+
+async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
+    simulator, _ = make_server(embedded_engine)
+    await embedded_engine.start()
+    calls = []
+    tokenize = embedded_engine._render_and_tokenize
+    embedded_engine._render_and_tokenize = lambda messages: calls.append(1) or tokenize(messages)
+    tool = simulator.catalogue.get("run_command")
+    await simulator.call("ep", tool, {"command": "pwd"})
+    await simulator.call("ep", tool, {"command": "ls"})
+    assert len(calls) == 2  # counted for the context window, then generated from: once each

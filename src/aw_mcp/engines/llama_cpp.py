@@ -43,6 +43,7 @@ from aw_mcp.engines.json_grammar import (
 )
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
+from aw_mcp.engines.sequences import LastPromptTokens
 from aw_mcp.engines.sequences import common_prefix as _common_prefix
 from aw_mcp.engines.sequences import first_stop as _first_stop
 
@@ -103,6 +104,7 @@ class LlamaCppEngine:
         # has seen the cancel flag, so the next turn may start while it winds down.
         self.scheduler = FairScheduler(self.name)
         self._model_lock = threading.Lock()  # one thread in the model at a time
+        self._last_prompt = LastPromptTokens()
         self._active_key: str | None = None  # whose tokens are in the live KV cache
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
         self._snapshot_bytes = 0
@@ -174,6 +176,9 @@ class LlamaCppEngine:
     # -- prompts ---------------------------------------------------------------------------
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
+        return self._last_prompt.get(messages, self._render_and_tokenize)
+
+    def _render_and_tokenize(self, messages: list[ChatMessage]) -> list[int]:
         assert self._renderer is not None and self._llm is not None
         text = self._renderer.render(messages)
         add_bos = self._llm._model.add_bos_token() and not (

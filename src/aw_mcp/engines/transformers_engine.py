@@ -44,7 +44,7 @@ from aw_mcp.engines.chat_format import TRANSCRIPT_ACTION, render_transcript
 from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
-from aw_mcp.engines.sequences import common_prefix, first_stop
+from aw_mcp.engines.sequences import LastPromptTokens, common_prefix, first_stop
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,7 @@ class TransformersEngine:
         # Prompts are tokenized on the event loop while a worker decodes: a fast (Rust)
         # tokenizer used from two threads at once can fail with "Already borrowed".
         self._tokenizer_lock = threading.Lock()
+        self._last_prompt = LastPromptTokens()
         self._caches: OrderedDict[str, _EpisodeCache] = OrderedDict()
         self._cache_bytes = 0
         self._last_key: str | None = None
@@ -223,6 +224,9 @@ class TransformersEngine:
     # -- prompts ---------------------------------------------------------------------------
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
+        return self._last_prompt.get(messages, self._render_and_tokenize)
+
+    def _render_and_tokenize(self, messages: list[ChatMessage]) -> list[int]:
         tokenizer = self._tokenizer
         with self._tokenizer_lock:
             if getattr(tokenizer, "chat_template", None):
