@@ -241,3 +241,42 @@ async def test_two_concurrent_episodes_get_the_same_faults_when_run_twice():
     faults_alice, faults_bob = first["alice"][0], first["bob"][0]
     assert sum(map(len, faults_alice)) >= 3  # the scenario does fire...
     assert faults_alice != faults_bob  # ...and each episode draws its own faults
+
+
+@pytest.mark.anyio
+async def test_a_limited_world_condition_expires_on_schedule_even_when_calls_fail():
+    """`calls: 1` covers the firing call only, also when that call ends in a JSON-RPC error."""
+    from aw_mcp.catalogue import Catalogue
+    from aw_mcp.domain import load_domain
+    from aw_mcp.faults.scenario import Scenario
+    from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+    from aw_mcp.simulator import RpcFaultError, WorldSimulator
+    from tests.fake_engine import FakeEngine
+    from tests.helpers import TINY_DOMAIN
+
+    scenario = Scenario.model_validate(
+        {
+            "name": "rain",
+            "seed": 1,
+            "rules": [
+                {
+                    "id": "rain",
+                    "when": {"nth": 1},
+                    "effects": [{"kind": "world", "condition": "it rains", "calls": 1}],
+                },
+                {
+                    "id": "fail",
+                    "when": {"nth": 1},
+                    "effects": [{"kind": "jsonrpc_error", "code": -32000, "message": "down"}],
+                },
+            ],
+        }
+    )
+    catalogue = Catalogue([load_domain(str(TINY_DOMAIN))])
+    simulator = WorldSimulator(catalogue, FakeEngine(), faults=ScenarioFaultLayer([scenario]))
+    tool = catalogue.get("run_command")
+    with pytest.raises(RpcFaultError):
+        await simulator.call("ep", tool, {"command": "a"})
+    await simulator.call("ep", tool, {"command": "b"})
+    (episode,) = simulator.episodes.all()
+    assert [r.conditions for r in episode.records] == [["it rains"], []]

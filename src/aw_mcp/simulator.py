@@ -173,7 +173,6 @@ class WorldSimulator:
             )
         )
         self._record(episode, served, arguments, answer, source, started, fired=fired, stats=stats)
-        episode.consume_conditions()
         return answer
 
     def _decide_faults(

@@ -17,9 +17,14 @@ class WorldCondition(BaseModel):
     text: str
     source: str = Field(description="What added it, e.g. 'fault:disk-full'.")
     since_call: int
-    remaining_calls: int | None = Field(
-        default=None, description="Calls it still applies to; None while sticky."
+    until_call: int | None = Field(
+        default=None, description="The last call it applies to; None while sticky."
     )
+
+    def applies_to(self, call_index: int) -> bool:
+        return self.since_call <= call_index and (
+            self.until_call is None or call_index <= self.until_call
+        )
 
 
 class Turn(BaseModel):
@@ -87,22 +92,24 @@ class Episode:
         return len(self.records) + 1
 
     def active_conditions(self) -> list[str]:
-        return [c.text for c in self.conditions]
+        """Conditions in effect for the call being made now (or the next one).
+
+        Expiry follows the call index, so every call counts, however it ended (an error, a
+        refusal or a cancellation included)."""
+        return [c.text for c in self.conditions if c.applies_to(self.next_index)]
 
     def add_condition(self, condition: WorldCondition) -> None:
-        if condition.text not in self.active_conditions():
-            self.conditions.append(condition)
-
-    def consume_conditions(self) -> None:
-        """Count one call against conditions that last a limited number of calls."""
-        kept = []
-        for cond in self.conditions:
-            if cond.remaining_calls is not None:
-                cond.remaining_calls -= 1
-                if cond.remaining_calls <= 0:
-                    continue
-            kept.append(cond)
-        self.conditions = kept
+        """Add a condition; the same condition fired again extends the one in effect."""
+        for i, current in enumerate(self.conditions):
+            if current.text == condition.text and current.applies_to(condition.since_call):
+                until = (
+                    None
+                    if current.until_call is None or condition.until_call is None
+                    else max(current.until_call, condition.until_call)
+                )
+                self.conditions[i] = current.model_copy(update={"until_call": until})
+                return
+        self.conditions.append(condition)
 
     def add_turn(self, turn: Turn) -> None:
         self.turns.append(turn)

@@ -198,7 +198,9 @@ class ScenarioFaultLayer:
                         text=effect.condition,
                         source=f"fault:{scenario.name}/{rule.id}",
                         since_call=call.call_index,
-                        remaining_calls=effect.calls,
+                        until_call=(
+                            None if effect.calls is None else call.call_index + effect.calls - 1
+                        ),
                     )
                 )
                 detail = {"condition": effect.condition, "calls": effect.calls}
