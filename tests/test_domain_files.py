@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -12,34 +11,14 @@ import pytest
 
 from aw_mcp.domain import load_domain
 from aw_mcp.yaml_files import DataFileError
-from tests.conftest import SHARED_DIR
 
 TINY = Path(__file__).parent / "data" / "tiny_domain.yaml"
-
-
-def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.strip().splitlines()]
 
 
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "broken.yaml"
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def test_terminal_domain_serves_desktop_commander_schemas_unchanged():
-    domain = load_domain("terminal")
-    capture = SHARED_DIR / "tool-surfaces" / "desktop-commander.json"
-    if not capture.exists():
-        pytest.skip("shared/tool-surfaces is not beside this checkout")
-    real = {t["name"]: t for t in json.loads(capture.read_text())["tools"]}
-    mirrored = [t for t in domain.tools if t.name in real]
-    assert len(mirrored) >= 15
-    for tool in mirrored:
-        assert tool.input_schema == real[tool.name]["inputSchema"], tool.name
-        # Same text; only trailing spaces at line ends are lost to YAML block style.
-        assert _lines(tool.description) == _lines(real[tool.name]["description"]), tool.name
-    assert domain.tool("run_command") is not None  # the plain command tool beside them
 
 
 def test_a_users_domain_file_loads_by_path():
@@ -141,3 +120,25 @@ def test_serve_refuses_a_broken_domain_file_at_startup(tmp_path):
     assert proc.returncode == 2
     assert f"{path}:3: tools:" in proc.stderr
     assert proc.stdout == ""  # stdout is the MCP wire; nothing else may go there
+
+
+def test_a_misspelt_tool_key_is_an_error_not_silently_dropped(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: typo
+        instructions: hi
+        tools:
+          - name: t
+            inputschema: {type: object}
+        """,
+    )
+    with pytest.raises(DataFileError) as err:
+        load_domain(str(path))
+    assert f"{path}:5: tools[0].inputschema: Extra inputs are not permitted" in str(err.value)
+
+
+def test_a_bundled_name_is_not_hidden_by_a_folder_of_that_name(tmp_path, monkeypatch):
+    (tmp_path / "terminal").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_domain("terminal").name == "terminal"

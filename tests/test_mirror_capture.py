@@ -63,6 +63,19 @@ def test_tools_from_works_without_shared_and_beside_bundled_domains():
     assert mirror_domain(DATA / "everything.json").demonstrations  # ... everything has them
 
 
+def test_a_mirrored_tool_only_gets_examples_its_own_schema_allows(tmp_path):
+    template = load_domain("mcp")
+    demo = template.demonstrations[0]
+    path = tmp_path / "other.json"
+    schema = {
+        "type": "object",
+        "properties": {"unrelated": {"type": "string"}},
+        "required": ["unrelated"],
+    }
+    path.write_text(json.dumps({"tools": [{"name": demo.tool, "inputSchema": schema}]}))
+    assert mirror_domain(path, template).demonstrations == []
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -70,8 +83,9 @@ def test_tools_from_works_without_shared_and_beside_bundled_domains():
         ('{"result": {"nothing": []}}', 'expected a tools/list result: {"tools": [...]}'),
         (
             '{"tools": [{"name": "ok"}, {"name": "bad", "inputSchema": {"type": "string"}}]}',
-            "tools[1].inputSchema (tool 'bad')",
+            "tools[1].inputSchema (tool 'bad'): an MCP inputSchema must",
         ),
+        ('{"tools": ["x"]}', "tools[0]: Input should be a valid dictionary"),
         ('{"tools": [{"name": "twice"}, {"name": "twice"}]}', "a tool name appears twice"),
     ],
 )

@@ -49,16 +49,5 @@ class Catalogue:
     def get(self, public_name: str) -> ServedTool | None:
         return self._tools.get(public_name)
 
-    def get_by_domain(self, domain: str, tool_name: str) -> ServedTool | None:
-        """A tool by its domain's own name for it (history stores those names)."""
-        return next(
-            (
-                t
-                for t in self._tools.values()
-                if t.domain.name == domain and t.spec.name == tool_name
-            ),
-            None,
-        )
-
     def names(self) -> list[str]:
         return list(self._tools)

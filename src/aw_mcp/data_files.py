@@ -29,7 +29,7 @@ def bundled_names(folder: str) -> list[str]:
 def resolve_data_file(folder: str, name_or_path: str, what: str) -> Path:
     """A path as given (``x.yaml`` or an existing file), or a bundled ``folder/NAME.yaml``."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or path.is_file():
         return path
     candidate = bundled_dir(folder) / f"{name_or_path}.yaml"
     if not candidate.exists():

@@ -224,7 +224,6 @@ class WorldSimulator:
         if not (self.settings.replay_read_only and served.spec.read_only):
             return None
         for turn in reversed(episode.turns):
-            tool = self.catalogue.get_by_domain(served.domain.name, turn.action.tool)
             if turn.action.tool == served.spec.name and turn.action.arguments == arguments:
                 if turn.is_error or turn.damaged or turn.conditions != episode.active_conditions():
                     return None
@@ -232,7 +231,8 @@ class WorldSimulator:
                 if served.spec.output_schema is not None:
                     structured = json.loads(turn.observation)
                 return ToolAnswer(text=turn.observation, structured=structured)
-            if tool is None or not tool.spec.read_only:
+            tool = served.domain.tool(turn.action.tool)
+            if tool is None or not tool.read_only:
                 return None  # something may have changed the world since
         return None
 
@@ -285,14 +285,13 @@ class WorldSimulator:
     ) -> list:
         """Messages that fit the context window, trimming the oldest turns if they must go."""
         budget = self.engine.context_window - max_tokens
-        domain_tools = [t.spec for t in self.catalogue if t.domain.name == served.domain.name]
         conditions = episode.active_conditions()
 
         def build(omitted: int, summarize: bool = True):
             return build_messages(
                 self.profile,
                 served.domain,
-                domain_tools,
+                served.domain.tools,
                 served.world,
                 episode.turns,
                 omitted,

@@ -8,6 +8,7 @@ not a stack trace. PyYAML's node tree keeps the line of every value, so a pydant
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,7 +54,8 @@ def _node_at(root: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | 
     return node
 
 
-def _format_loc(loc: tuple[int | str, ...]) -> str:
+def format_loc(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a field path: ``tools[2].inputSchema``."""
     out = ""
     for key in loc:
         if isinstance(key, int):
@@ -63,29 +65,44 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+def validation_problems(
+    exc: ValidationError,
+    line_of: Callable[[tuple[int | str, ...]], int | None] = lambda loc: None,
+    describe: Callable[[tuple[int | str, ...]], str] = lambda loc: "",
+) -> list[tuple[int | None, str]]:
+    """(line, "field: message") for each error; ``describe`` may name the item (a tool)."""
+    problems: list[tuple[int | None, str]] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append((line_of(loc), f"{format_loc(loc)}{describe(loc)}: {message}"))
+    return problems
+
+
 def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> ModelT:
     """Validate YAML text against ``model``; raise DataFileError naming source, line and field."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data: Any = yaml.safe_load(text)
+    loader = yaml.SafeLoader(text)
+    try:  # one parse: the node tree (with lines) and the data built from it
+        root = loader.get_single_node()
+        data: Any = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise DataFileError(source, [(line, f"invalid YAML: {problem}")]) from None
+    finally:
+        loader.dispose()
     if data is None:
         raise DataFileError(source, [(None, "the file is empty")])
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems: list[tuple[int | None, str]] = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
+
+        def line_of(loc: tuple[int | str, ...]) -> int | None:
             node = _node_at(root, loc)
-            line = node.start_mark.line + 1 if node is not None else None
-            message = err["msg"].removeprefix("Value error, ")
-            problems.append((line, f"{_format_loc(loc)}: {message}"))
-        raise DataFileError(source, problems) from None
+            return node.start_mark.line + 1 if node is not None else None
+
+        raise DataFileError(source, validation_problems(exc, line_of)) from None
 
 
 def read_data_file(path: Path | str) -> str:

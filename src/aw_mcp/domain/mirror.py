@@ -19,10 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import DomainSpec, ToolSpec
-from aw_mcp.yaml_files import DataFileError, read_data_file
+from aw_mcp.json_schemas import schema_errors
+from aw_mcp.yaml_files import DataFileError, read_data_file, validation_problems
 
 # The bundled domain whose instructions and world every mirrored tool list uses.
 MIRROR_TEMPLATE_DOMAIN = "mcp"
+
+
+class CapturedTool(ToolSpec):
+    """A tool as a real server lists it: wire fields we do not serve (``execution``,
+    ``icons``, ``_meta``) are dropped instead of refused."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
 class ToolsListFile(BaseModel):
@@ -30,7 +38,7 @@ class ToolsListFile(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    tools: list[ToolSpec] = Field(min_length=1)
+    tools: list[CapturedTool] = Field(min_length=1)
 
 
 def load_tools_file(path: Path | str) -> list[ToolSpec]:
@@ -46,15 +54,15 @@ def load_tools_file(path: Path | str) -> list[ToolSpec]:
     try:
         return ToolsListFile.model_validate(data).tools
     except ValidationError as exc:
-        problems: list[tuple[int | None, str]] = []
-        for err in exc.errors():
-            loc = list(err["loc"])
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+        def tool_named(loc: tuple[int | str, ...]) -> str:
             if len(loc) >= 2 and loc[0] == "tools" and isinstance(loc[1], int):
-                name = (data["tools"][loc[1]] or {}).get("name", "?")
-                where += f" (tool {name!r})"
-            problems.append((None, f"{where}: {err['msg']}"))
-        raise DataFileError(path, problems) from None
+                entry = data["tools"][loc[1]]
+                if isinstance(entry, dict):
+                    return f" (tool {entry.get('name', '?')!r})"
+            return ""
+
+        raise DataFileError(path, validation_problems(exc, describe=tool_named)) from None
 
 
 def mirror_domain_name(path: Path | str) -> str:
@@ -67,8 +75,8 @@ def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> Domai
     """A domain serving the tools of capture file ``path``, simulated like ``template``."""
     template = template or load_domain(MIRROR_TEMPLATE_DOMAIN)
     tools = load_tools_file(path)
-    names = {tool.name for tool in tools}
-    if len(names) != len(tools):
+    by_name = {tool.name: tool for tool in tools}
+    if len(by_name) != len(tools):
         raise DataFileError(path, [(None, "a tool name appears twice")])
     return DomainSpec(
         name=mirror_domain_name(path),
@@ -78,6 +86,10 @@ def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> Domai
         world=template.world,
         generation=template.generation,
         tools=tools,
-        # Worked examples only make sense for tools this server really has.
-        demonstrations=[d for d in template.demonstrations if d.tool in names],
+        # Worked examples only for tools this server really has, called as its schema allows.
+        demonstrations=[
+            d
+            for d in template.demonstrations
+            if d.tool in by_name and not schema_errors(by_name[d.tool].input_schema, d.arguments)
+        ],
     )

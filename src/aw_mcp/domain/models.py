@@ -45,7 +45,8 @@ class ToolSimulation(BaseModel):
 class ToolSpec(BaseModel):
     """One tool, as on the wire in ``tools/list``, plus optional simulation hints."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Domain files are written by hand: an unknown key is a typo, not a field to drop.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str = Field(pattern=TOOL_NAME_PATTERN)
     title: str | None = None
