@@ -193,6 +193,29 @@ async def test_client_errors_are_not_retried():
 
 
 @pytest.mark.anyio
+async def test_an_error_that_is_not_about_the_schema_keeps_structured_output_on():
+    seen: list[httpx.Request] = []
+    too_long = {"error": {"message": "This model's maximum context length is 2048 tokens"}}
+    responses = [httpx.Response(400, json=too_long)]
+    engine = OpenAICompatEngine(
+        OpenAICompatOptions(base_url="http://server/v1", backoff_s=0.01),
+        transport=_transport(responses, seen),
+    )
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    with pytest.raises(EngineError, match="maximum context length"):
+        await engine.generate(GenerationRequest(messages=HELLO, max_tokens=4, json_schema=schema))
+    assert engine._json_mode == "json_schema"
+
+
+@pytest.mark.anyio
+async def test_the_reasoning_budget_is_set_aside_from_the_context_window():
+    engine = OpenAICompatEngine(
+        OpenAICompatOptions(base_url="http://server/v1", context_window=8192, reasoning_budget=3000)
+    )
+    assert engine.context_window == 8192 - 3000
+
+
+@pytest.mark.anyio
 async def test_reasoning_budget_and_separated_thinking():
     seen: list[httpx.Request] = []
     responses = [

@@ -59,6 +59,8 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 CHARS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 8  # role markers and separators a chat template adds per message
 MAX_BACKOFF_S = 30.0
+# With no model list from the server, ask again at most this often (vLLM may still be loading).
+MODEL_PROBE_INTERVAL_S = 30.0
 
 JsonMode = Literal["json_schema", "json_object", "off"]
 
@@ -105,6 +107,7 @@ class OpenAICompatEngine:
         self._limiter: anyio.CapacityLimiter | None = None
         self._json_mode: JsonMode = self.options.json_mode
         self._exact_count: bool | None = None  # None: /tokenize not tried yet
+        self._next_probe_at = 0.0
         self._context_window = self.options.context_window
 
     # -- connection ------------------------------------------------------------------------
@@ -130,7 +133,9 @@ class OpenAICompatEngine:
 
     @property
     def context_window(self) -> int:
-        return self._context_window
+        # The server's window holds the thinking too: the simulator fits prompt plus answer
+        # into what is left once the reasoning budget is set aside.
+        return self._context_window - self.options.reasoning_budget
 
     @property
     def model(self) -> str | None:
@@ -147,14 +152,19 @@ class OpenAICompatEngine:
     async def _resolve_model(self) -> str:
         if self._model is not None and self._exact_count is not None:
             return self._model
+        if self._model is not None and time.monotonic() < self._next_probe_at:
+            return self._model  # the server was not ready a moment ago: ask again later
         try:
             data = await self._with_retries(self._get_models)
         except EngineError as exc:
             if self._model is None:
                 raise
-            # Some gateways serve chat completions but no model list: go on without it.
+            # Some gateways serve chat completions but no model list, and vLLM may still be
+            # loading: go on with the configured name, and ask again on the next call
+            # (``_exact_count`` stays unknown) to learn the context length and /tokenize.
             log.warning("%s; using the configured model name %r as is", exc, self._model)
-            data = {}
+            self._next_probe_at = time.monotonic() + MODEL_PROBE_INTERVAL_S
+            return self._model
         if not isinstance(data, dict):
             data = {}
         models = [m for m in data.get("data", []) if isinstance(m, dict)]
@@ -427,11 +437,13 @@ def _stats(usage: dict[str, Any], content_chunks: int) -> GenerationStats:
 
 
 def _rejects_response_format(response: httpx.Response) -> bool:
-    """The server refused the request because of response_format (llama-cpp-python's server
-    answers 500 to a schema type it does not know, so the message decides for 5xx)."""
-    if response.status_code in (400, 422):
-        return True
-    return response.status_code >= 500 and "response_format" in _error_text(response)
+    """The server refused the request because of response_format. Only an error that names it
+    counts: a 400 for an over-long prompt must not switch structured output off for good
+    (llama-cpp-python's server even answers 500 to a schema type it does not know)."""
+    if response.status_code not in (400, 422) and response.status_code < 500:
+        return False
+    text = _error_text(response).lower()
+    return any(word in text for word in ("response_format", "json_schema", "schema"))
 
 
 def _error_text(response: httpx.Response) -> str:
