@@ -160,6 +160,18 @@ async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
     tokenize = embedded_engine._render_and_tokenize
     embedded_engine._render_and_tokenize = lambda messages: calls.append(1) or tokenize(messages)
     tool = simulator.catalogue.get("run_command")
-    await simulator.call("ep", tool, {"command": "pwd"})
-    await simulator.call("ep", tool, {"command": "ls"})
-    assert len(calls) == 2  # counted for the context window, then generated from: once each
+    async with anyio.create_task_group() as tg:  # concurrent episodes interleave their calls
+        for episode in ("a", "b", "c"):
+            tg.start_soon(simulator.call, episode, tool, {"command": f"echo {episode}"})
+    # each prompt counted for the context window, then generated from: tokenized once
+    assert len(calls) == 3
+
+
+def test_stop_strings_are_found_from_the_newest_bytes():
+    from aw_mcp.engines.sequences import stop_in_output
+
+    assert stop_in_output(b"x" * 5000 + b"ok", ["<|im_end|>"]) == ("", None)
+    text, cut = stop_in_output("é".encode() * 3000 + b"done<|im_end|>", ["<|im_end|>", "###"])
+    assert text[cut:] == "<|im_end|>" and text[:cut].endswith("done")
+    text, cut = stop_in_output(b"a ### b ### c", ["###"])  # the earliest occurrence
+    assert cut == 2

@@ -43,9 +43,8 @@ from aw_mcp.engines.json_grammar import (
 )
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
-from aw_mcp.engines.sequences import LastPromptTokens
+from aw_mcp.engines.sequences import PromptTokenCache, stop_in_output
 from aw_mcp.engines.sequences import common_prefix as _common_prefix
-from aw_mcp.engines.sequences import first_stop as _first_stop
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +103,7 @@ class LlamaCppEngine:
         # has seen the cancel flag, so the next turn may start while it winds down.
         self.scheduler = FairScheduler(self.name)
         self._model_lock = threading.Lock()  # one thread in the model at a time
-        self._last_prompt = LastPromptTokens()
+        self._prompt_tokens = PromptTokenCache()
         self._active_key: str | None = None  # whose tokens are in the live KV cache
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
         self._snapshot_bytes = 0
@@ -176,7 +175,7 @@ class LlamaCppEngine:
     # -- prompts ---------------------------------------------------------------------------
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
-        return self._last_prompt.get(messages, self._render_and_tokenize)
+        return self._prompt_tokens.get(messages, self._render_and_tokenize)
 
     def _render_and_tokenize(self, messages: list[ChatMessage]) -> list[int]:
         assert self._renderer is not None and self._llm is not None
@@ -298,8 +297,7 @@ class LlamaCppEngine:
             llm.eval([token])
             if control.on_token is not None:
                 control.on_token(n_out)
-            text = out.decode("utf-8", errors="ignore")
-            cut = _first_stop(text, stops)
+            text, cut = stop_in_output(bytes(out), stops)
             if cut is not None:
                 return text[:cut], "stop", n_out
         return out.decode("utf-8", errors="ignore"), finish, n_out

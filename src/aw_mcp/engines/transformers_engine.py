@@ -39,12 +39,13 @@ from aw_mcp.engines.base import (
     GenerationRequest,
     GenerationResult,
     GenerationStats,
+    default_inference_threads,
 )
 from aw_mcp.engines.chat_format import TRANSCRIPT_ACTION, render_transcript
 from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
-from aw_mcp.engines.sequences import LastPromptTokens, common_prefix, first_stop
+from aw_mcp.engines.sequences import PromptTokenCache, common_prefix, first_stop
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class TransformersOptions:
     dtype: DType = "auto"  # auto: bfloat16/float16 on CUDA, float32 on CPU
     device_map: str | None = None  # e.g. "auto" to spread a large model over GPUs (accelerate)
     n_ctx: int | None = None  # None: the model's max_position_embeddings
-    n_threads: int | None = None  # CPU threads for torch (None: torch's default)
+    n_threads: int | None = None  # CPU threads for torch (None: all cores but one)
     cache_budget_bytes: int = 1 << 30  # all episodes' KV caches together
     trust_remote_code: bool = False
     seed: int = 0
@@ -119,7 +120,7 @@ class TransformersEngine:
         # Prompts are tokenized on the event loop while a worker decodes: a fast (Rust)
         # tokenizer used from two threads at once can fail with "Already borrowed".
         self._tokenizer_lock = threading.Lock()
-        self._last_prompt = LastPromptTokens()
+        self._prompt_tokens = PromptTokenCache()
         self._caches: OrderedDict[str, _EpisodeCache] = OrderedDict()
         self._cache_bytes = 0
         self._last_key: str | None = None
@@ -147,9 +148,9 @@ class TransformersEngine:
                 "pip install 'aw-mcp[transformers]'"
             ) from exc
         source, gguf_file = resolve_model_source(self.options)
-        if self.options.n_threads:
-            torch.set_num_threads(self.options.n_threads)
         device = self._pick_device(torch)
+        if str(device).startswith("cpu"):  # as llama.cpp: a core left for the event loop
+            torch.set_num_threads(self.options.n_threads or default_inference_threads())
         dtype = self._pick_dtype(torch, device)
         kwargs: dict[str, Any] = {"trust_remote_code": self.options.trust_remote_code}
         if gguf_file:
@@ -224,7 +225,7 @@ class TransformersEngine:
     # -- prompts ---------------------------------------------------------------------------
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
-        return self._last_prompt.get(messages, self._render_and_tokenize)
+        return self._prompt_tokens.get(messages, self._render_and_tokenize)
 
     def _render_and_tokenize(self, messages: list[ChatMessage]) -> list[int]:
         tokenizer = self._tokenizer
