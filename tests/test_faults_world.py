@@ -8,7 +8,8 @@ import pytest
 
 from aw_mcp.data_files import bundled_dir
 from aw_mcp.domain.loader import load_domain
-from aw_mcp.engines.base import GenerationControl, GenerationRequest, GenerationResult
+from aw_mcp.engines.base import GenerationRequest
+from tests.engine_support import RecordingEngine, prompt_text
 from tests.fake_engine import FakeEngine
 from tests.faults_support import client_for, fake_reply, fired, in_episode, make_simulator
 
@@ -61,7 +62,7 @@ async def test_a_world_condition_is_in_every_later_prompt_while_active():
         (False, False),  # another episode's world is untouched
     ]
     # Past turns keep the conditions they were made under, so the history stays consistent.
-    final_prompt = "\n".join(m.content for m in engine.requests[5].messages)
+    final_prompt = prompt_text(engine.requests[5])
     assert final_prompt.count(OUTAGE) == 2 and final_prompt.count(DISK_FULL) == 5
     records = simulator.episodes.find("ep")[0].records
     assert [r.conditions for r in records][1:3] == [[DISK_FULL], [DISK_FULL, OUTAGE]]
@@ -97,34 +98,6 @@ rules:
     sources = [r.source for r in simulator.episodes.find("ep")[0].records]
     assert sources == ["model", "model", "replay"]
     assert DISK_FULL in last_user_message(engine.requests[1])
-
-
-class RecordingEngine:
-    """The real engine, keeping each request so the test can read the prompts."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        self.requests: list[GenerationRequest] = []
-        self.name = engine.name
-
-    @property
-    def context_window(self) -> int:
-        return self.engine.context_window
-
-    async def start(self) -> None:
-        await self.engine.start()
-
-    async def count_tokens(self, messages):
-        return await self.engine.count_tokens(messages)
-
-    async def generate(
-        self, request: GenerationRequest, control: GenerationControl | None = None
-    ) -> GenerationResult:
-        self.requests.append(request)
-        return await self.engine.generate(request, control)
-
-    async def aclose(self) -> None:
-        await self.engine.aclose()
 
 
 async def test_disk_full_through_the_real_embedded_model(embedded_engine):

@@ -289,30 +289,32 @@ def _add_faults_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_faults(args: argparse.Namespace) -> int:
-    from aw_mcp.faults.scenario import load_scenario, resolve_scenario_path
+    from aw_mcp.faults.scenario import Scenario, resolve_scenario_path
+    from aw_mcp.yaml_files import load_yaml_file
 
     failed = 0
     for name in args.files:
         try:
-            scenario = load_scenario(name)
+            path = resolve_scenario_path(name)
+            scenario = load_yaml_file(path, Scenario)
         except DataFileError as exc:
             failed += 1
             print(exc, file=sys.stderr)
             continue
         rules = len(scenario.rules)
-        print(
-            f"ok: {resolve_scenario_path(name)}: {scenario.name} ({rules} rule{'s' * (rules > 1)})"
-        )
+        print(f"ok: {path}: {scenario.name} ({rules} rule{'s' * (rules > 1)})")
     return 1 if failed else 0
 
 
 def _list_faults(args: argparse.Namespace) -> int:
-    from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
+    from aw_mcp.data_files import bundled_dir
+    from aw_mcp.faults.scenario import Scenario
+    from aw_mcp.yaml_files import load_yaml_file
 
-    for name in bundled_scenario_names():
-        scenario = load_scenario(name)
+    for path in sorted(bundled_dir("faults").glob("*.yaml")):
+        scenario = load_yaml_file(path, Scenario)
         summary = (scenario.description.strip().splitlines() or [""])[0]
-        print(f"{name:20} {len(scenario.rules):2} rules  {summary}")
+        print(f"{path.stem:20} {len(scenario.rules):2} rules  {summary}")
     return 0
 
 
