@@ -117,7 +117,6 @@ async def test_transformers_keeps_each_episodes_cache_across_switches(transforme
     engine = transformers_engine
     system = _message("system", "You are a Linux terminal. Print only command output.")
     histories = {"switch-a": [system], "switch-b": [system]}
-    restores_before = engine.counters.snapshot_restores
     seen = []
     for step in range(2):
         for key, history in histories.items():
@@ -125,12 +124,11 @@ async def test_transformers_keeps_each_episodes_cache_across_switches(transforme
             result = await engine.generate(_request(history, key))
             history.append(_message("assistant", result.text))
             seen.append(result.stats)
-    # Second round: each episode continues its own cache after the other one ran.
+    # Second round: each episode continues its own cache after the other one ran: its whole
+    # earlier prompt is reused, only the new turn is evaluated.
     for stats, previous in ((seen[2], seen[0]), (seen[3], seen[1])):
-        assert stats.restored_snapshot
         assert stats.reused_prompt_tokens >= previous.prompt_tokens
         assert stats.evaluated_prompt_tokens < 20
-    assert engine.counters.snapshot_restores - restores_before >= 2
 
 
 @pytest.mark.anyio
@@ -285,7 +283,6 @@ async def test_transformers_serves_concurrent_episodes_in_turn(transformers_engi
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
     simulator = build_simulator(settings, engine=engine)
     served = simulator.catalogue.get("run_command")
-    turns_before = transformers_engine.scheduler.turns_granted
 
     async def episode(i: int) -> None:
         for step in range(2):
@@ -295,7 +292,6 @@ async def test_transformers_serves_concurrent_episodes_in_turn(transformers_engi
     async with anyio.create_task_group() as tg:
         for i in range(4):
             tg.start_soon(episode, i)
-    assert transformers_engine.scheduler.turns_granted - turns_before == 8
     assert transformers_engine.scheduler.max_waiting >= 2
     for request in engine.requests:
         owner = request.cache_key.split("\x1f")[0].removeprefix("tf-")

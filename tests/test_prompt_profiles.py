@@ -135,4 +135,7 @@ async def test_agentworld_profile_on_the_embedded_model(tmp_path):
     assert last[-1].content.startswith("### Turn 2\n**Action:**\n```json\n")
     (episode,) = simulator.episodes.all()
     assert last[-2].content == "**Environment Observation:**\n" + episode.turns[0].observation
+    # What the agent got is the observation the profile read out of the model's raw answer.
+    raw = engine.results[0].text
+    assert episode.turns[0].observation == AgentWorldProfile().extract_observation(raw)
     assert episode.records[1].stats.reused_prompt_tokens > 0

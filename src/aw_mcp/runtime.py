@@ -7,7 +7,7 @@ import logging
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
-from aw_mcp.domain.mirror import mirror_domain
+from aw_mcp.domain.mirror import MIRROR_TEMPLATE_DOMAIN, mirror_domain
 from aw_mcp.engines.base import Engine, default_inference_threads
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.episode.store import EpisodeStore, RecordSink
@@ -35,7 +35,10 @@ def make_engine(settings: ServeSettings) -> Engine:
     # The instances share the cores: each gets its part of them.
     cores = settings.threads or default_inference_threads()
     threads = max(1, cores // settings.instances)
-    return EnginePool([_local_engine(settings, threads) for _ in range(settings.instances)])
+    return EnginePool(
+        [_local_engine(settings, threads) for _ in range(settings.instances)],
+        max_homes=settings.max_episodes,
+    )
 
 
 def _local_engine(settings: ServeSettings, threads: int | None) -> Engine:
@@ -114,7 +117,9 @@ def build_catalogue(settings: ServeSettings) -> Catalogue:
     if settings.tools_from and "simulator" not in settings.model_fields_set:
         names = []
     domains = [load_domain(name) for name in names]
-    domains += [mirror_domain(path) for path in settings.tools_from]
+    if settings.tools_from:
+        template = load_domain(MIRROR_TEMPLATE_DOMAIN)  # read once for every capture file
+        domains += [mirror_domain(path, template) for path in settings.tools_from]
     world = load_world(settings.world) if settings.world else None
     return Catalogue(domains, extra_world=world)
 

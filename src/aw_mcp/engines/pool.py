@@ -7,7 +7,8 @@ instance with the least work (running plus queued requests), ties to the one wit
 episodes. Homes are remembered in an LRU as large as the episode store.
 
 On a CPU the instances share the cores (give each ``threads / N``); the gain is that one
-long generation no longer blocks every other episode. On GPUs, one instance per device.
+long generation no longer blocks every other episode. Every instance gets the same settings
+(one device); placing instances on several GPUs is not done yet.
 """
 
 from __future__ import annotations
