@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 
 from aw_mcp import __version__
+from aw_mcp.commands import register_all
 from aw_mcp.config import ServeSettings
 from aw_mcp.yaml_files import DataFileError
 
@@ -347,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulators", help="list the bundled simulated domains")
     p.set_defaults(handler=_list_simulators)
     _add_faults_parser(sub)
+    register_all(sub)
     return parser
 
 

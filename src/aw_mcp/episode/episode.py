@@ -42,8 +42,9 @@ class Turn(BaseModel):
     )
 
 
+# "real": recorded from a real server or shell (aw-mcp record, the trajectory generator).
 ObservationSource = Literal[
-    "model", "fault", "replay", "invalid-arguments", "engine-error", "cancelled"
+    "model", "fault", "replay", "real", "invalid-arguments", "engine-error", "cancelled"
 ]
 
 

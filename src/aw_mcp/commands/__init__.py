@@ -1,0 +1,18 @@
+"""Subcommands of ``aw-mcp`` that live in their own modules.
+
+Each module exposes ``register(subparsers)``: it adds its parser and sets ``handler`` (a
+function of the parsed ``argparse.Namespace`` returning the exit code). ``cli.build_parser``
+registers every module listed in ``COMMAND_MODULES``, in that order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+COMMAND_MODULES: list[str] = []
+
+
+def register_all(subparsers: argparse._SubParsersAction) -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"aw_mcp.commands.{name}").register(subparsers)

@@ -1,0 +1,88 @@
+"""Read record directories back: the JSONL files ``--record-dir`` (and ``aw-mcp record``) write.
+
+One file holds one episode's calls in order, one ``CallRecord`` per line. A record directory is
+the common currency of replay, export, evaluation and training, so this is the one reader.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from aw_mcp.domain.models import ToolCall
+from aw_mcp.episode.episode import CallRecord, ObservationSource, Turn
+from aw_mcp.yaml_files import DataFileError, validation_problems
+
+# Calls whose observation entered the episode's history (what the world model saw on later
+# steps). Refused, failed and cancelled calls, and JSON-RPC faults, never reached the world.
+HISTORY_SOURCES: frozenset[ObservationSource] = frozenset({"model", "fault", "replay", "real"})
+
+
+@dataclass
+class RecordedEpisode:
+    """One episode's calls in one domain, in call order."""
+
+    episode: str
+    domain: str
+    records: list[CallRecord] = field(default_factory=list)
+    path: Path | None = None
+
+    def turns(self) -> list[Turn]:
+        """The history the world model would have seen after the last call."""
+        return turns_from_records(self.records)
+
+
+def turns_from_records(records: list[CallRecord]) -> list[Turn]:
+    return [
+        Turn(
+            index=r.index,
+            action=ToolCall(tool=r.tool, arguments=r.arguments),
+            observation=r.observation,
+            is_error=r.is_error,
+            conditions=r.conditions,
+        )
+        for r in records
+        if r.source in HISTORY_SOURCES
+    ]
+
+
+def read_record_file(path: Path) -> list[CallRecord]:
+    """Every record of one JSONL file; a bad line raises DataFileError naming file and line."""
+    records: list[CallRecord] = []
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(CallRecord.model_validate(json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise DataFileError(path, [(line_no, f"not JSON: {exc.msg}")]) from None
+            except ValidationError as exc:
+                raise DataFileError(
+                    path, validation_problems(exc, line_of=lambda _loc, n=line_no: n)
+                ) from None
+    return records
+
+
+def load_record_dir(directory: Path) -> list[RecordedEpisode]:
+    """Episodes of every ``*.jsonl`` below ``directory`` (sorted by path, then episode id).
+
+    A file normally holds one episode; records of several (episode, domain) pairs in one file
+    are split apart, each keeping its call order."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no record directory at {directory}")
+    episodes: list[RecordedEpisode] = []
+    for path in sorted(directory.rglob("*.jsonl")):
+        by_key: dict[tuple[str, str], RecordedEpisode] = {}
+        for record in read_record_file(path):
+            key = (record.episode, record.domain)
+            if key not in by_key:
+                by_key[key] = RecordedEpisode(record.episode, record.domain, path=path)
+            by_key[key].records.append(record)
+        for episode in by_key.values():
+            episode.records.sort(key=lambda r: r.index)
+            episodes.append(episode)
+    return episodes
