@@ -9,7 +9,7 @@ versus reused, KV snapshot restores, step latency percentiles and the deepest qu
     PYTHONPATH=src python benchmarks/concurrency.py --episodes 16 --steps 3
 
 Compare within one run only: another busy process on this 2-core machine changes the
-absolute numbers several-fold (shared/notes/local-inference.md).
+absolute numbers several-fold (docs/local-inference.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ import pytest
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DIR = REPO_ROOT.parent / "shared"
+# Real tools/list captures of 14 popular MCP servers (see that folder's README).
+TOOL_SURFACES = REPO_ROOT / "tests" / "data" / "tool-surfaces"
 
 
 @pytest.fixture

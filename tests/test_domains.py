@@ -9,13 +9,13 @@ import pytest
 from mcp import Client
 
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
-from tests.conftest import SHARED_DIR
+from tests.conftest import TOOL_SURFACES
 from tests.fake_engine import FakeEngine
 from tests.tool_calls import simulated_server, with_max_tokens
 
 SEVEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
 
-# Where each domain's tools come from: captures of real servers (shared/tool-surfaces) ...
+# Where each domain's tools come from: captures of real servers (tests/data/tool-surfaces) ...
 CAPTURES = {
     "mcp": ["everything.json"],
     "search": ["brave-search.json", "tavily.json", "exa.json", "fetch.json"],
@@ -63,11 +63,9 @@ def test_domain_file_is_complete(name):
 
 @pytest.mark.parametrize("name", SEVEN)
 def test_tools_are_wire_identical_to_real_servers(name):
-    if not SHARED_DIR.is_dir():
-        pytest.skip("shared/tool-surfaces is not beside the checkout")
     real = {}
     for file in CAPTURES[name]:
-        for tool in json.loads((SHARED_DIR / "tool-surfaces" / file).read_text())["tools"]:
+        for tool in json.loads((TOOL_SURFACES / file).read_text())["tools"]:
             real.setdefault(tool["name"], tool)
     domain = load_domain(name)
     for tool in domain.tools:

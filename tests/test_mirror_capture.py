@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -21,15 +20,13 @@ from aw_mcp.domain.mirror import load_tools_file, mirror_domain, mirror_domain_n
 from aw_mcp.runtime import build_catalogue
 from aw_mcp.server.app import wire_tool
 from aw_mcp.yaml_files import DataFileError
-from tests.conftest import REPO_ROOT, SHARED_DIR
+from tests.conftest import REPO_ROOT, TOOL_SURFACES
 from tests.fake_engine import FakeEngine
 from tests.test_structured_output import STRUCTURED_CAPTURES
 from tests.tool_calls import example_arguments, simulated_server, with_max_tokens
 
-DATA = Path(__file__).parent / "data"
-SURFACES = SHARED_DIR / "tool-surfaces"
-SHARED_CAPTURES = sorted(p.name for p in SURFACES.glob("*.json")) if SURFACES.is_dir() else []
-needs_shared = pytest.mark.skipif(not SHARED_CAPTURES, reason="shared/ is not beside the checkout")
+SURFACES = TOOL_SURFACES
+CAPTURES = sorted(p.name for p in SURFACES.glob("*.json"))
 # What a served tool keeps of a capture (execution, icons and _meta are not served).
 SERVED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 
@@ -41,9 +38,8 @@ def _served_fields(tool: dict) -> dict:
 # -- --tools-from ------------------------------------------------------------------------------
 
 
-@needs_shared
-@pytest.mark.parametrize("capture", SHARED_CAPTURES)
-def test_every_shared_capture_loads_with_names_and_schemas_unchanged(capture):
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_every_capture_loads_with_names_and_schemas_unchanged(capture):
     path = SURFACES / capture
     original = json.loads(path.read_text())["tools"]
     catalogue = build_catalogue(ServeSettings(tools_from=[path]))
@@ -52,15 +48,15 @@ def test_every_shared_capture_loads_with_names_and_schemas_unchanged(capture):
     assert served == [_served_fields(t) for t in original]
 
 
-def test_tools_from_works_without_shared_and_beside_bundled_domains():
-    settings = ServeSettings(simulator=["terminal"], tools_from=[DATA / "time.json"])
+def test_tools_from_works_beside_bundled_domains():
+    settings = ServeSettings(simulator=["terminal"], tools_from=[SURFACES / "time.json"])
     catalogue = build_catalogue(settings)
     assert [d.name for d in catalogue.domains] == ["terminal", "time"]
     time_domain = catalogue.domains[1]
     # The mcp domain's instructions and world simulate every mirrored server.
     assert time_domain.instructions == load_domain("mcp").instructions
     assert time_domain.demonstrations == []  # mcp's examples use tools time does not have
-    assert mirror_domain(DATA / "everything.json").demonstrations  # ... everything has them
+    assert mirror_domain(SURFACES / "everything.json").demonstrations  # ... everything has them
 
 
 def test_a_mirrored_tool_only_gets_examples_its_own_schema_allows(tmp_path):
@@ -107,20 +103,19 @@ def test_serve_refuses_a_broken_capture_with_exit_code_2(tmp_path, capsys):
 
 def test_raw_json_rpc_responses_load_and_names_become_domain_names(tmp_path):
     path = tmp_path / "My Server.json"
-    tools = json.loads((DATA / "time.json").read_text())
+    tools = json.loads((SURFACES / "time.json").read_text())
     path.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "result": tools}))
     assert [t.name for t in load_tools_file(path)] == ["get_current_time", "convert_time"]
     assert mirror_domain_name(path) == "my-server"
 
 
-@needs_shared
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    "capture", [c for c in SHARED_CAPTURES if c not in STRUCTURED_CAPTURES] or ["(none)"]
+    "capture", [c for c in CAPTURES if c not in STRUCTURED_CAPTURES] or ["(none)"]
 )
-async def test_every_shared_capture_answers_through_an_mcp_client(capture, module_engine):
+async def test_every_capture_answers_through_an_mcp_client(capture, module_engine):
     """A text tool of each capture answers; so does every tool with an outputSchema (the
-    captures copied into tests/data are called tool by tool in test_structured_output.py)."""
+    captures of STRUCTURED_CAPTURES are called tool by tool in test_structured_output.py)."""
     domain = with_max_tokens(mirror_domain(SURFACES / capture), 16)
     server = simulated_server(module_engine, domain)
     text_tools = [t for t in domain.tools if not t.output_schema]
@@ -139,7 +134,7 @@ async def test_every_shared_capture_answers_through_an_mcp_client(capture, modul
 # -- several domains in one server -------------------------------------------------------------
 
 
-def test_domains_without_shared_names_keep_every_name():
+def test_domains_without_common_names_keep_every_name():
     catalogue = build_catalogue(ServeSettings(simulator=["web", "search"]))
     expected = [t.name for t in load_domain("web").tools + load_domain("search").tools]
     assert catalogue.names() == expected
@@ -180,20 +175,20 @@ def _python_env() -> list[str]:
 
 def test_capture_our_own_server_over_stdio_round_trips_a_capture(tmp_path):
     out = tmp_path / "captured.json"
-    command = [sys.executable, "-m", "aw_mcp", "serve", "--tools-from", str(DATA / "time.json")]
+    command = [sys.executable, "-m", "aw_mcp", "serve", "--tools-from", str(SURFACES / "time.json")]
     assert main(["capture", "--out", str(out), *_python_env(), "--", *command]) == 0
     captured = json.loads(out.read_text())
-    original = json.loads((DATA / "time.json").read_text())
+    original = json.loads((SURFACES / "time.json").read_text())
     assert captured == {"tools": [_served_fields(t) for t in original["tools"]]}
 
 
 def test_capture_a_third_party_server_from_pypi(tmp_path):
-    """mcp-server-time (PyPI), the server shared/tool-surfaces/time.json was captured from."""
+    """mcp-server-time (PyPI), the server tests/data/tool-surfaces/time.json was captured from."""
     pytest.importorskip("mcp_server_time")
     out = tmp_path / "time.json"
     assert main(["capture", "--out", str(out), "--", sys.executable, "-m", "mcp_server_time"]) == 0
     captured = json.loads(out.read_text())["tools"]
-    reference = json.loads((DATA / "time.json").read_text())["tools"]
+    reference = json.loads((SURFACES / "time.json").read_text())["tools"]
     assert [t["name"] for t in captured] == ["get_current_time", "convert_time"]
     assert [t["outputSchema"] for t in captured] == [t["outputSchema"] for t in reference]
     assert [t.name for t in mirror_domain(out).tools] == ["get_current_time", "convert_time"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -22,11 +21,10 @@ from aw_mcp.engines.json_grammar import (
     number_rule,
 )
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions, embedded_model_path
-from tests.conftest import SHARED_DIR
+from tests.conftest import TOOL_SURFACES
 from tests.fake_engine import FakeEngine
 from tests.tool_calls import example_arguments, simulated_server, with_max_tokens
 
-DATA = Path(__file__).parent / "data"
 STRUCTURED_CAPTURES = [
     "filesystem.json",
     "memory.json",
@@ -37,12 +35,7 @@ STRUCTURED_CAPTURES = [
 
 
 def _captured_output_schemas() -> list[tuple[str, dict]]:
-    folder = SHARED_DIR / "tool-surfaces"
-    files = (
-        sorted(folder.glob("*.json"))
-        if folder.is_dir()
-        else [DATA / f for f in STRUCTURED_CAPTURES]
-    )
+    files = sorted(TOOL_SURFACES.glob("*.json"))
     return [
         (f"{f.stem}/{t['name']}", t["outputSchema"])
         for f in files
@@ -204,7 +197,7 @@ def test_near_max_tokens_the_sampler_closes_the_document(llm):
 
 @pytest.mark.anyio
 async def test_grammar_first_gives_the_same_output_with_fewer_full_vocabulary_passes():
-    schema = json.loads((DATA / "time.json").read_text())["tools"][0]["outputSchema"]
+    schema = json.loads((TOOL_SURFACES / "time.json").read_text())["tools"][0]["outputSchema"]
     request = GenerationRequest(
         messages=[
             ChatMessage(role="system", content="You are the get_current_time tool. Answer JSON."),
@@ -229,7 +222,7 @@ async def test_grammar_first_gives_the_same_output_with_fewer_full_vocabulary_pa
 @pytest.mark.parametrize("capture", STRUCTURED_CAPTURES)
 async def test_every_output_schema_tool_returns_valid_structured_content(capture, module_engine):
     """The official client raises on invalid structuredContent; no call may be an error."""
-    domain = with_max_tokens(mirror_domain(DATA / capture), 48)
+    domain = with_max_tokens(mirror_domain(TOOL_SURFACES / capture), 48)
     server = simulated_server(module_engine, domain)
     structured = [t for t in domain.tools if t.output_schema]
     assert structured
@@ -245,7 +238,7 @@ async def test_every_output_schema_tool_returns_valid_structured_content(capture
 async def test_max_tokens_below_the_shortest_valid_answer_still_gives_valid_output(module_engine):
     """3 tokens cannot hold convert_time's JSON; the engine extends the budget to its
     shortest valid form instead of returning a broken document."""
-    domain = with_max_tokens(mirror_domain(DATA / "time.json"), 3)
+    domain = with_max_tokens(mirror_domain(TOOL_SURFACES / "time.json"), 3)
     server = simulated_server(module_engine, domain)
     arguments = {"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"}
     async with Client(server) as client:
@@ -259,7 +252,7 @@ async def test_max_tokens_below_the_shortest_valid_answer_still_gives_valid_outp
 async def test_output_that_breaks_the_schema_is_retried_then_an_error(reply):
     """Whatever the engine returns, the client never sees invalid structuredContent."""
     fake = FakeEngine(reply)
-    domain = mirror_domain(DATA / "filesystem.json")
+    domain = mirror_domain(TOOL_SURFACES / "filesystem.json")
     server = simulated_server(fake, domain)
     async with Client(server) as client:
         result = await client.call_tool("read_text_file", {"path": "/tmp/a.txt"})
@@ -270,7 +263,7 @@ async def test_output_that_breaks_the_schema_is_retried_then_an_error(reply):
 
 
 def test_grammar_first_checks_one_token_and_falls_back_only_when_rejected(llm):
-    schema = json.loads((DATA / "memory.json").read_text())["tools"][6]["outputSchema"]
+    schema = json.loads((TOOL_SURFACES / "memory.json").read_text())["tools"][6]["outputSchema"]
     grammar = json_schema_grammar(schema, 96)
     prompt = (
         "<|im_start|>user\nList the knowledge graph as JSON.<|im_end|>\n<|im_start|>assistant\n"

@@ -1,6 +1,6 @@
 """``aw-mcp capture``: connect to a real MCP server as a client and save its ``tools/list``.
 
-The file has the shape of the captures in shared/tool-surfaces, ``{"tools": [...]}`` with the
+The file has the shape of the captures in tests/data/tool-surfaces, ``{"tools": [...]}`` with the
 wire's camelCase field names, so ``aw-mcp serve --tools-from FILE.json`` mirrors the server.
 """
 

@@ -14,6 +14,7 @@ import anyio
 from aw_mcp import __version__
 from aw_mcp.commands import register_all
 from aw_mcp.config import ServeSettings
+from aw_mcp.settings_cli import add_settings_flags, settings_from_namespace
 from aw_mcp.yaml_files import DataFileError
 
 log = logging.getLogger("aw_mcp")
@@ -23,170 +24,15 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve",
         help="serve simulated tools over MCP (stdio by default)",
-        description="Serve simulated tools to MCP clients. Flags override AW_MCP_* variables.",
-        argument_default=argparse.SUPPRESS,  # unset flags leave env/defaults in charge
+        description="Serve simulated tools to MCP clients. Every flag FLAG-NAME can also be "
+        "set as the environment variable AW_MCP_FLAG_NAME; flags win.",
     )
-    p.add_argument(
-        "--simulator",
-        action="append",
-        metavar="NAME|FILE",
-        help="a bundled domain (terminal, ...) or a domain YAML file; repeatable "
-        "(default: terminal)",
-    )
-    p.add_argument(
-        "--tools-from",
-        dest="tools_from",
-        action="append",
-        type=Path,
-        metavar="FILE.json",
-        help="serve the tools of a captured tools/list (see 'aw-mcp capture'), simulated; "
-        "repeatable; without --simulator only these tools are served",
-    )
-    p.add_argument(
-        "--world",
-        type=Path,
-        metavar="FILE.yaml",
-        help="extra world facts (same shape as a domain's world: block)",
-    )
-    p.add_argument(
-        "--faults",
-        action="append",
-        type=Path,
-        metavar="NAME|FILE",
-        help="a bundled fault scenario (disk-full, ...; see `aw-mcp faults list`) or a "
-        "scenario YAML file; repeatable",
-    )
-    p.add_argument(
-        "--profile",
-        choices=["default", "agentworld"],
-        help="prompt format: default, or the format Qwen-AgentWorld was trained on",
-    )
-    p.add_argument("--transport", choices=["stdio", "http"])
-    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="HTTP port (default 8765)")
-    p.add_argument(
-        "--engine",
-        choices=["llama-cpp", "transformers", "openai"],
-        help="llama-cpp (GGUF, default), transformers (HF model on CUDA or CPU; "
-        "pip install 'aw-mcp[transformers]') or openai (an OpenAI-compatible server: vLLM, "
-        "SGLang, llama.cpp)",
-    )
-    p.add_argument(
-        "--model",
-        type=Path,
-        metavar="PATH",
-        help="GGUF model file (default: the embedded SmolLM2-135M-Instruct)",
-    )
-    p.add_argument("--n-ctx", dest="n_ctx", type=int, help="context window in tokens")
-    p.add_argument("--threads", type=int, help="CPU threads for inference (default: all)")
-    p.add_argument(
-        "--n-gpu-layers",
-        dest="n_gpu_layers",
-        type=int,
-        help="layers to offload to the GPU (-1: all; needs a GPU build)",
-    )
-    p.add_argument(
-        "--kv-snapshot-mb",
-        dest="kv_snapshot_mb",
-        type=int,
-        help="memory for idle episodes' KV snapshots (default 1024)",
-    )
-    p.add_argument(
-        "--instances",
-        type=int,
-        help="local engines: copies of the model serving episodes side by side (default 1)",
-    )
-    tf = p.add_argument_group("transformers engine")
-    tf.add_argument(
-        "--hf-model",
-        dest="hf_model",
-        metavar="ID|DIR",
-        help="Hugging Face model id or local folder (default: --model, or the embedded GGUF)",
-    )
-    tf.add_argument(
-        "--gguf-file",
-        dest="gguf_file",
-        metavar="NAME",
-        help="load this GGUF file from --hf-model with transformers' GGUF loader",
-    )
-    tf.add_argument("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
-    tf.add_argument("--dtype", choices=["auto", "float32", "float16", "bfloat16"])
-    tf.add_argument(
-        "--device-map", dest="device_map", help='"auto" spreads the model over all GPUs'
-    )
-    tf.add_argument(
-        "--trust-remote-code",
-        dest="trust_remote_code",
-        action="store_true",
-        help="allow model code from the model's repository",
-    )
-    oa = p.add_argument_group("openai engine")
-    oa.add_argument(
-        "--base-url", dest="base_url", help="server URL (default http://127.0.0.1:8000/v1)"
-    )
-    oa.add_argument(
-        "--model-name",
-        dest="model_name",
-        help="served model name (default: the first the server lists)",
-    )
-    oa.add_argument(
-        "--api-key-env",
-        dest="api_key_env",
-        metavar="VAR",
-        help="environment variable with the API key (default AW_MCP_OPENAI_API_KEY, "
-        "then OPENAI_API_KEY)",
-    )
-    oa.add_argument("--connect-timeout", dest="connect_timeout", type=float, metavar="S")
-    oa.add_argument(
-        "--read-timeout",
-        dest="read_timeout",
-        type=float,
-        metavar="S",
-        help="longest silence while an answer streams (default 300)",
-    )
-    oa.add_argument(
-        "--request-timeout",
-        dest="request_timeout",
-        type=float,
-        metavar="S",
-        help="limit on a whole call, retries included (default: none)",
-    )
-    oa.add_argument("--max-retries", dest="max_retries", type=int)
-    oa.add_argument("--concurrency", type=int, help="requests in flight to the server (default 64)")
-    oa.add_argument(
-        "--reasoning-budget",
-        dest="reasoning_budget",
-        type=int,
-        metavar="TOKENS",
-        help="tokens a reasoning model may think with, on top of each tool's observation "
-        "budget (Qwen-AgentWorld: several thousand)",
-    )
-    oa.add_argument(
-        "--json-mode",
-        dest="json_mode",
-        choices=["json_schema", "json_object", "off"],
-        help="how outputSchema constraints are sent (default json_schema)",
-    )
-    p.add_argument(
-        "--record-dir",
-        dest="record_dir",
-        type=Path,
-        metavar="DIR",
-        help="append every call to DIR/<episode>.jsonl",
-    )
-    p.add_argument(
-        "--no-replay-read-only",
-        dest="replay_read_only",
-        action="store_false",
-        help="always ask the model, even for a repeated read-only call",
-    )
-    p.add_argument("--log-level", dest="log_level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_settings_flags(p, ServeSettings)
     p.set_defaults(handler=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    overrides = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
-    settings = ServeSettings(**overrides)
+    settings = settings_from_namespace(ServeSettings, args)
     _configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server

@@ -1,8 +1,11 @@
-"""Server configuration: command-line flags over ``AW_MCP_*`` environment variables over defaults.
+"""Server configuration, defined once: each field here IS a setting.
 
-Every field can be set as an environment variable (``AW_MCP_MODEL=/models/x.gguf``,
-``AW_MCP_N_GPU_LAYERS=-1``); list fields take JSON (``AW_MCP_SIMULATOR='["web","search"]'``).
-``aw-mcp serve --help`` lists the flags.
+A field's name gives the command-line flag (``n_ctx`` -> ``--n-ctx``) and the environment
+variable (``AW_MCP_N_CTX``); its ``description`` is the flag's help; its type gives the flag's
+kind (choices, repeatable, on/off). ``aw-mcp serve --help`` is generated from this class
+(``aw_mcp.settings_cli``), and a test checks that README's settings table agrees with it.
+Precedence: command-line flags over ``AW_MCP_*`` variables over the defaults below. List
+fields take JSON in the environment (``AW_MCP_SIMULATOR='["web","search"]'``).
 """
 
 from __future__ import annotations
@@ -13,53 +16,212 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The --help sections fields are listed in.
+WHAT = "what to simulate"
+TRANSPORT = "transport"
+ENGINE = "engine"
+TRANSFORMERS = "transformers engine (pip install 'aw-mcp[transformers]')"
+OPENAI = "OpenAI-compatible engine (vLLM, SGLang, llama.cpp server, ...)"
+EPISODES = "episodes and records"
+
+
+def flag(group: str, metavar: str | None = None) -> dict[str, str]:
+    """How a field shows as a flag: its --help section and, optionally, its metavar."""
+    return {"group": group, "metavar": metavar} if metavar else {"group": group}
+
 
 class ServeSettings(BaseSettings):
+    """Everything ``aw-mcp serve`` can be told."""
+
     model_config = SettingsConfigDict(env_prefix="AW_MCP_", extra="ignore")
 
     # What to simulate
-    simulator: list[str] = Field(default_factory=lambda: ["terminal"])
-    tools_from: list[Path] = Field(default_factory=list)  # captured tools/list files to mirror
-    world: Path | None = None
-    faults: list[Path] = Field(default_factory=list)
-    profile: Literal["default", "agentworld"] = "default"
+    simulator: list[str] = Field(
+        default_factory=lambda: ["terminal"],
+        description="a bundled domain (terminal, search, swe, web, android, os, mcp) or a "
+        "domain YAML file; repeatable",
+        json_schema_extra=flag(WHAT, "NAME|FILE"),
+    )
+    tools_from: list[Path] = Field(
+        default_factory=list,
+        description="serve the tools of a captured tools/list (see 'aw-mcp capture'), "
+        "simulated; repeatable; without --simulator only these tools are served",
+        json_schema_extra=flag(WHAT, "FILE.json"),
+    )
+    world: Path | None = Field(
+        default=None,
+        description="extra world facts (same shape as a domain's world: block)",
+        json_schema_extra=flag(WHAT, "FILE.yaml"),
+    )
+    faults: list[Path] = Field(
+        default_factory=list,
+        description="a bundled fault scenario (see 'aw-mcp faults list') or a scenario YAML "
+        "file; repeatable",
+        json_schema_extra=flag(WHAT, "NAME|FILE"),
+    )
+    profile: Literal["default", "agentworld"] = Field(
+        default="default",
+        description="prompt format: default, or the format Qwen-AgentWorld was trained on",
+        json_schema_extra=flag(WHAT),
+    )
 
     # Transport
-    transport: Literal["stdio", "http"] = "stdio"
-    host: str = "127.0.0.1"
-    port: int = 8765
+    transport: Literal["stdio", "http"] = Field(
+        default="stdio", description="stdio, or Streamable HTTP", json_schema_extra=flag(TRANSPORT)
+    )
+    host: str = Field(
+        default="127.0.0.1", description="HTTP bind address", json_schema_extra=flag(TRANSPORT)
+    )
+    port: int = Field(default=8765, description="HTTP port", json_schema_extra=flag(TRANSPORT))
 
     # Engine
-    engine: Literal["llama-cpp", "transformers", "openai"] = "llama-cpp"
-    model: Path | None = None  # GGUF path; None = the embedded SmolLM2-135M-Instruct
-    n_ctx: int = Field(default=8192, ge=256)  # context window (all engines)
-    threads: int | None = Field(default=None, ge=1)
-    n_gpu_layers: int = 0
-    kv_snapshot_mb: int = Field(default=1024, ge=0)  # per model instance
-    instances: int = Field(default=1, ge=1, le=64)  # local engines: model copies in a pool
+    engine: Literal["llama-cpp", "transformers", "openai"] = Field(
+        default="llama-cpp",
+        description="llama-cpp (GGUF on CPU or GPU), transformers (a Hugging Face model on "
+        "CUDA or CPU) or openai (an OpenAI-compatible server: vLLM, SGLang, llama.cpp)",
+        json_schema_extra=flag(ENGINE),
+    )
+    model: Path | None = Field(
+        default=None,
+        description="GGUF model file (default: the embedded SmolLM2-135M-Instruct)",
+        json_schema_extra=flag(ENGINE, "PATH"),
+    )
+    n_ctx: int = Field(
+        default=8192,
+        ge=256,
+        description="context window in tokens (all engines)",
+        json_schema_extra=flag(ENGINE),
+    )
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPU threads for local inference (default: all cores but one)",
+        json_schema_extra=flag(ENGINE),
+    )
+    n_gpu_layers: int = Field(
+        default=0,
+        description="llama.cpp: layers to offload to the GPU (-1: all; needs a GPU build)",
+        json_schema_extra=flag(ENGINE),
+    )
+    kv_snapshot_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="local engines: memory for idle episodes' KV snapshots, per model instance",
+        json_schema_extra=flag(ENGINE, "MB"),
+    )
+    instances: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="local engines: copies of the model serving episodes side by side",
+        json_schema_extra=flag(ENGINE),
+    )
 
-    # transformers engine (pip install 'aw-mcp[transformers]')
-    hf_model: str | None = None  # HF model id or folder; None = --model or the embedded GGUF
-    gguf_file: str | None = None  # a GGUF file inside --hf-model (transformers' GGUF loader)
-    device: str = "auto"  # auto = CUDA when present, else CPU; or cpu, cuda, cuda:1
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    device_map: str | None = None  # "auto" spreads a large model over GPUs (accelerate)
-    trust_remote_code: bool = False
+    # transformers engine
+    hf_model: str | None = Field(
+        default=None,
+        description="Hugging Face model id or local folder (default: --model, or the "
+        "embedded GGUF)",
+        json_schema_extra=flag(TRANSFORMERS, "ID|DIR"),
+    )
+    gguf_file: str | None = Field(
+        default=None,
+        description="load this GGUF file from --hf-model with transformers' GGUF loader",
+        json_schema_extra=flag(TRANSFORMERS, "NAME"),
+    )
+    device: str = Field(
+        default="auto",
+        description="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...",
+        json_schema_extra=flag(TRANSFORMERS),
+    )
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
+        default="auto", description="weights' data type", json_schema_extra=flag(TRANSFORMERS)
+    )
+    device_map: str | None = Field(
+        default=None,
+        description='"auto" spreads a large model over all GPUs (accelerate)',
+        json_schema_extra=flag(TRANSFORMERS),
+    )
+    trust_remote_code: bool = Field(
+        default=False,
+        description="allow model code from the model's repository",
+        json_schema_extra=flag(TRANSFORMERS),
+    )
 
-    # OpenAI-compatible engine (vLLM, SGLang, llama.cpp server, ...)
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model_name: str | None = None  # served model name; None = the first the server lists
-    api_key_env: str = "AW_MCP_OPENAI_API_KEY"  # variable holding the key (or OPENAI_API_KEY)
-    connect_timeout: float = Field(default=10.0, gt=0)
-    read_timeout: float = Field(default=300.0, gt=0)  # longest silence within a stream
-    request_timeout: float | None = Field(default=None, gt=0)  # whole call, retries included
-    max_retries: int = Field(default=3, ge=0)
-    concurrency: int = Field(default=64, ge=1)  # requests in flight to the server
-    reasoning_budget: int = Field(default=0, ge=0)  # thinking tokens on top of each answer's
-    json_mode: Literal["json_schema", "json_object", "off"] = "json_schema"
+    # OpenAI-compatible engine
+    base_url: str = Field(
+        default="http://127.0.0.1:8000/v1",
+        description="the server's OpenAI-compatible API root",
+        json_schema_extra=flag(OPENAI, "URL"),
+    )
+    model_name: str | None = Field(
+        default=None,
+        description="served model name (default: the first the server lists)",
+        json_schema_extra=flag(OPENAI),
+    )
+    api_key_env: str = Field(
+        default="AW_MCP_OPENAI_API_KEY",
+        description="environment variable holding the API key (OPENAI_API_KEY if unset)",
+        json_schema_extra=flag(OPENAI, "VAR"),
+    )
+    connect_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds to connect",
+        json_schema_extra=flag(OPENAI, "S"),
+    )
+    read_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="longest silence, in seconds, while an answer streams",
+        json_schema_extra=flag(OPENAI, "S"),
+    )
+    request_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="limit in seconds on a whole call, retries included (default: none)",
+        json_schema_extra=flag(OPENAI, "S"),
+    )
+    max_retries: int = Field(
+        default=3, ge=0, description="retries of a failed request", json_schema_extra=flag(OPENAI)
+    )
+    concurrency: int = Field(
+        default=64,
+        ge=1,
+        description="requests in flight to the server",
+        json_schema_extra=flag(OPENAI),
+    )
+    reasoning_budget: int = Field(
+        default=0,
+        ge=0,
+        description="tokens a reasoning model may think with, on top of each tool's "
+        "observation budget (Qwen-AgentWorld: several thousand)",
+        json_schema_extra=flag(OPENAI, "TOKENS"),
+    )
+    json_mode: Literal["json_schema", "json_object", "off"] = Field(
+        default="json_schema",
+        description="how outputSchema constraints are sent to the server",
+        json_schema_extra=flag(OPENAI),
+    )
 
     # Episodes and records
-    record_dir: Path | None = None
-    max_episodes: int = Field(default=10_000, ge=1)
-    replay_read_only: bool = True
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    record_dir: Path | None = Field(
+        default=None,
+        description="append every call to a JSONL record per episode in this folder",
+        json_schema_extra=flag(EPISODES, "DIR"),
+    )
+    max_episodes: int = Field(
+        default=10_000,
+        ge=1,
+        description="live episodes kept; the least recently used end past this",
+        json_schema_extra=flag(EPISODES),
+    )
+    replay_read_only: bool = Field(
+        default=True,
+        description="repeat a read-only call's observation when nothing changed since "
+        "(--no-replay-read-only: always ask the model)",
+        json_schema_extra=flag(EPISODES),
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="logging to stderr", json_schema_extra=flag(EPISODES)
+    )

@@ -2,7 +2,7 @@
 
 ``aw-mcp serve --tools-from FILE.json`` reads a file shaped like a ``tools/list`` result,
 ``{"tools": [{"name", "description", "inputSchema", "outputSchema", "annotations", ...}]}``
-(what ``aw-mcp capture`` writes, and the files in shared/tool-surfaces), and serves those
+(what ``aw-mcp capture`` writes, and the files in tests/data/tool-surfaces), and serves those
 tools with their names and schemas unchanged. The domain is named after the file stem
 (``github.json`` -> ``github``) and takes its world-model instructions, world facts and
 generation settings from the bundled ``mcp`` domain, which is written for any tool API.
