@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The --help sections fields are listed in.
@@ -25,7 +26,7 @@ OPENAI = "OpenAI-compatible engine (vLLM, SGLang, llama.cpp server, ...)"
 EPISODES = "episodes and records"
 
 
-def flag(group: str, metavar: str | None = None) -> dict[str, str]:
+def flag(group: str, metavar: str | None = None) -> JsonDict:
     """How a field shows as a flag: its --help section and, optionally, its metavar."""
     return {"group": group, "metavar": metavar} if metavar else {"group": group}
 

@@ -52,7 +52,7 @@ def load_tools_file(path: Path | str) -> list[ToolSpec]:
     if not isinstance(data, dict) or "tools" not in data:
         raise DataFileError(path, [(None, 'expected a tools/list result: {"tools": [...]}')])
     try:
-        return ToolsListFile.model_validate(data).tools
+        return list(ToolsListFile.model_validate(data).tools)
     except ValidationError as exc:
 
         def tool_named(loc: tuple[int | str, ...]) -> str:

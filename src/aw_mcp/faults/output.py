@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from functools import partial
 from typing import Any
 
 from aw_mcp.answers import ToolAnswer
@@ -124,7 +125,12 @@ def _drift_plain_text(text: str, effect: SchemaDriftEffect) -> str:
         key = re.escape(old)
         text = re.sub(
             rf"(?m)(^|[\s{{,\"'])({key})([\"']?[ \t]*[:=])",
-            lambda m, new=new: m.group(1) + new + m.group(3),
+            partial(_renamed_key, new),
             text,
         )
     return text
+
+
+def _renamed_key(new: str, match: re.Match[str]) -> str:
+    """A key matched with what precedes and follows it, the key itself replaced by ``new``."""
+    return match.group(1) + new + match.group(3)

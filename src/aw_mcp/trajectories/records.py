@@ -61,9 +61,10 @@ def read_record_file(path: Path) -> list[CallRecord]:
             except json.JSONDecodeError as exc:
                 raise DataFileError(path, [(line_no, f"not JSON: {exc.msg}")]) from None
             except ValidationError as exc:
-                raise DataFileError(
-                    path, validation_problems(exc, line_of=lambda _loc, n=line_no: n)
-                ) from None
+                problems: list[tuple[int | None, str]] = [
+                    (line_no, message) for _, message in validation_problems(exc)
+                ]
+                raise DataFileError(path, problems) from None
     return records
 
 
