@@ -12,6 +12,7 @@ import importlib
 
 COMMAND_MODULES: list[str] = [
     "generate",
+    "export",
 ]
 
 

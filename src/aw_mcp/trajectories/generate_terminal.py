@@ -118,6 +118,8 @@ def measure_world() -> dict[str, Any]:
             "environment": f"{env}, umask 022; no aliases, no .bashrc",
             "date": "the real current date and time (UTC); file times are when the episode ran",
         },
+        # The bundled Terminal world's notes (a git repository, sudo) do not hold here.
+        "replace_notes": True,
         "notes": [
             f"The user {USER} is not root"
             + (" and has no sudo." if seen["sudo"] == "none" else f"; sudo is {seen['sudo']}."),
