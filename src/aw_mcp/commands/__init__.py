@@ -13,6 +13,7 @@ import importlib
 COMMAND_MODULES: list[str] = [
     "generate",
     "export",
+    "record",
 ]
 
 
