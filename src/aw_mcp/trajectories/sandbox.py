@@ -46,20 +46,19 @@ ENVIRONMENT = {
 }
 GITCONFIG = f"[user]\n\tname = {GIT_NAME}\n\temail = {GIT_EMAIL}\n[init]\n\tdefaultBranch = main\n"
 
-# Runs as root inside the new namespaces, then becomes `dev` in the empty project folder.
-_SETUP = f"""set -e
-root="$1"
-mkdir -p "$root/dev/project"
-printf '%s' "$2" > "$root/dev/.gitconfig"
-chown -R {USER}:{USER} "$root/dev"
-chmod 755 "$root" "$root/dev"
-mount --bind "$root" /home
-hostname {HOSTNAME}
-cd {PROJECT}
+# Runs as root inside the new namespaces: hands what is in the prepared folder to the user,
+# mounts it,
+# then becomes the user and runs the command. Arguments: root, mount point, user, working
+# directory, host name, then `env` assignments and the command (after `--`).
+_SETUP = """set -e
+root="$1"; mount_at="$2"; user="$3"; workdir="$4"; host="$5"; shift 5
+find "$root" -mindepth 1 -exec chown "$user:$user" {} +
+chmod 755 "$root"
+mount --bind "$root" "$mount_at"
+hostname "$host"
+cd "$workdir"
 umask 022
-exec setpriv --reuid {USER} --regid {USER} --init-groups env -i {
-    " ".join(f"{k}={v}" for k, v in ENVIRONMENT.items())
-} bash --noprofile --norc --noediting -i
+exec setpriv --reuid "$user" --regid "$user" --init-groups env -i "$@"
 """
 
 _SENTINEL = b"\x1eAW-END:"
@@ -76,31 +75,65 @@ class CommandTimeout(RuntimeError):
     """A command did not finish within the per-command timeout; the sandbox is gone."""
 
 
-def ensure_user() -> None:
-    """Create the unprivileged user ``dev`` (no home on the host: each sandbox mounts one)."""
+def ensure_user(user: str = USER) -> None:
+    """Create the unprivileged ``user`` (no home on the host: each sandbox mounts one)."""
     if os.geteuid() != 0:
         raise SandboxUnavailable(
-            "the terminal generator must run as root: it creates the user 'dev', mounts a "
-            "fresh /home in a private namespace and runs bash as 'dev'"
+            "the trajectory generator must run as root: it creates an unprivileged user, "
+            "mounts a fresh home in a private namespace and runs the tools as that user"
         )
     for tool in ("unshare", "setpriv", "useradd"):
         if shutil.which(tool) is None:
             raise SandboxUnavailable(f"'{tool}' (util-linux / passwd) is not installed")
-    probe = subprocess.run(["id", "-u", USER], capture_output=True)
-    if probe.returncode != 0:
+    if subprocess.run(["id", "-u", user], capture_output=True).returncode != 0:
         subprocess.run(
             [
                 "useradd",
                 "--no-create-home",
                 "--home-dir",
-                HOME,
+                f"/home/{user}",
                 "--shell",
                 "/bin/bash",
                 "--user-group",
-                USER,
+                user,
             ],
             check=True,
         )
+
+
+def sandboxed_command(
+    root: Path,
+    mount_at: str,
+    user: str,
+    workdir: str,
+    env: dict[str, str],
+    command: list[str],
+    hostname: str = HOSTNAME,
+) -> list[str]:
+    """The argv that runs ``command`` as ``user`` with ``root`` mounted at ``mount_at`` (which
+    must exist on the host) in private mount and UTS namespaces. What ``root`` holds is
+    handed to ``user``; the environment is exactly ``env``."""
+    ensure_user(user)
+    if not Path(mount_at).is_dir():
+        raise SandboxUnavailable(f"the mount point {mount_at} does not exist on this machine")
+    return [
+        "unshare",
+        "--mount",
+        "--uts",
+        "--propagation",
+        "private",
+        "bash",
+        "-c",
+        _SETUP,
+        "aw-sandbox",
+        str(root),
+        mount_at,
+        user,
+        workdir,
+        hostname,
+        *(f"{k}={v}" for k, v in env.items()),
+        *command,
+    ]
 
 
 class BashSandbox:
@@ -114,22 +147,24 @@ class BashSandbox:
         self._buffer = b""
 
     def __enter__(self) -> BashSandbox:
-        ensure_user()
         self._root = Path(tempfile.mkdtemp(prefix="aw-sandbox-", dir=self._scratch))
+        home = self._root / USER
+        (home / "project").mkdir(parents=True)
+        (home / ".gitconfig").write_text(GITCONFIG)
+        try:
+            argv = sandboxed_command(
+                self._root,
+                "/home",
+                USER,
+                PROJECT,
+                ENVIRONMENT,
+                ["bash", "--noprofile", "--norc", "--noediting", "-i"],
+            )
+        except SandboxUnavailable:
+            self.close()
+            raise
         self._proc = subprocess.Popen(
-            [
-                "unshare",
-                "--mount",
-                "--uts",
-                "--propagation",
-                "private",
-                "bash",
-                "-c",
-                _SETUP,
-                "aw-sandbox",
-                str(self._root),
-                GITCONFIG,
-            ],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
