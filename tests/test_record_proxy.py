@@ -4,40 +4,22 @@ the client sees the server's tools and answers unchanged, and the records hold w
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client, MCPError, StdioServerParameters, types
 
-import aw_mcp
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.trajectories.export import DomainResolver, render_episode
-from aw_mcp.trajectories.record_proxy import domain_name_for, observation_of
+from aw_mcp.trajectories.record_proxy import domain_name_for, observation_of, proxy_target
 from aw_mcp.trajectories.records import load_record_dir
 
 pytestmark = pytest.mark.anyio
-SRC = str(Path(aw_mcp.__file__).resolve().parents[1])
 
 
-def _proxy(out: Path, *extra: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "aw_mcp",
-            "record",
-            "--out",
-            str(out),
-            *extra,
-            "--",
-            sys.executable,
-            "-m",
-            "mcp_server_time",
-        ],
-        env={**os.environ, "PYTHONPATH": SRC},
-    )
+def _proxy(out: Path, *options: str) -> StdioServerParameters:
+    return proxy_target(out, [sys.executable, "-m", "mcp_server_time"], *options)
 
 
 async def test_records_equal_what_the_client_received(tmp_path: Path):
@@ -90,9 +72,12 @@ async def test_records_equal_what_the_client_received(tmp_path: Path):
     # the JSON-RPC error is no turn of the history.
     capture = json.loads((out / "tools" / "mcp-time.json").read_text())
     assert [t["name"] for t in capture["tools"]] == ["get_current_time", "convert_time"]
+    # A tool with an outputSchema is rendered by its structured answer, as the simulated tool
+    # answers; an error result has none and keeps its text.
     rendered = render_episode(episodes["ep-1"], PromptProfile(), DomainResolver(record_dir=out))
     observations = [m.content for m in rendered.messages if m.observation]
-    assert observations == [ep1[0].observation, ep1[1].observation]
+    assert "outputSchema" in capture["tools"][0]
+    assert observations == [json.dumps(ep1[0].structured), ep1[1].observation]
 
 
 def test_domain_names_from_server_names():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -35,6 +36,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--command-timeout", type=float, default=10.0, metavar="SECONDS")
     t.set_defaults(handler=_generate_terminal)
+    for name, what in (
+        (
+            "os",
+            "the real filesystem MCP server on a seeded /home/alex (needs root, node and "
+            "npm package @modelcontextprotocol/server-filesystem)",
+        ),
+        (
+            "swe",
+            "the real git and filesystem MCP servers on a seeded /workspace/invoice-calc "
+            "(needs root, mcp-server-git and the filesystem server)",
+        ),
+    ):
+        w = worlds.add_parser(name, help=what)
+        w.add_argument("--out", type=Path, required=True, metavar="DIR")
+        w.add_argument("--seed", type=int, default=0)
+        w.add_argument("--episodes", type=int, default=10)
+        w.add_argument(
+            "--server",
+            action="append",
+            default=[],
+            metavar="LABEL=COMMAND",
+            help="replace a server's command (labels: filesystem, git), e.g. "
+            "git='/opt/mcp-git/bin/mcp-server-git'; it runs as the world's user",
+        )
+        w.set_defaults(handler=_generate_mcp_world)
 
 
 def _generate_terminal(args: argparse.Namespace) -> int:
@@ -48,6 +74,24 @@ def _generate_terminal(args: argparse.Namespace) -> int:
             args.out, args.seed, args.episodes, args.split, args.command_timeout
         )
     except (SandboxUnavailable, CommandTimeout) as exc:
+        print(f"aw-mcp generate: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(paths)} episodes and world.yaml to {args.out}")
+    return 0
+
+
+def _generate_mcp_world(args: argparse.Namespace) -> int:
+    from aw_mcp.trajectories.generate_mcp import generate_mcp_world, prepare_world
+
+    if args.episodes < 1:
+        raise ValueError("--episodes must be at least 1")
+    if bad := [item for item in args.server if "=" not in item]:
+        raise ValueError(f"--server needs LABEL=COMMAND, got {bad[0]!r}")
+    servers = {label: shlex.split(cmd) for label, cmd in (s.split("=", 1) for s in args.server)}
+    try:
+        world = prepare_world(args.world, servers)
+        paths = generate_mcp_world(world, args.out, args.seed, args.episodes)
+    except SandboxUnavailable as exc:
         print(f"aw-mcp generate: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {len(paths)} episodes and world.yaml to {args.out}")

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from aw_mcp.real_server import add_server_arguments, server_target
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -16,7 +18,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "'real'). Example: aw-mcp record --out recs -- uvx mcp-server-time",
     )
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
-    p.add_argument("--url", help="a Streamable HTTP server instead of a command")
     p.add_argument(
         "--domain",
         help="domain name in the records (default: derived from the server's name)",
@@ -25,22 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--episode",
         help="episode id for calls that name none (default: <domain>-<unix time>)",
     )
-    p.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra environment for the server command; repeatable",
-    )
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8766)
-    p.add_argument(
-        "server_command",
-        nargs=argparse.REMAINDER,
-        metavar="-- COMMAND ARGS",
-        help="the real server to launch over stdio",
-    )
+    add_server_arguments(p)
     p.set_defaults(handler=_record)
 
 
@@ -50,23 +39,17 @@ def _record(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from aw_mcp.capture import stdio_target
     from aw_mcp.episode.store import RecordSink
     from aw_mcp.server.transports import serve_http, serve_stdio
     from aw_mcp.trajectories.record_proxy import domain_name_for, run_record_proxy
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(message)s")
-    command = args.server_command[1:] if args.server_command[:1] == ["--"] else args.server_command
-    if bool(args.url) == bool(command):
-        raise ValueError("record: give either --url URL or -- COMMAND ARGS")
-    if bad := [item for item in args.env if "=" not in item]:
-        raise ValueError(f"record: --env needs KEY=VALUE, got {bad[0]!r}")
+    target = server_target(args)
     if args.domain is not None and domain_name_for(args.domain) != args.domain:
         raise ValueError(
             f"record: --domain {args.domain!r} is no domain name (lowercase letters, digits, "
             f"'-' and '_'; e.g. {domain_name_for(args.domain)!r})"
         )
-    target = args.url or stdio_target(command, dict(item.split("=", 1) for item in args.env))
     serve = (
         serve_stdio
         if args.transport == "stdio"

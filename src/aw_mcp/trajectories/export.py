@@ -35,7 +35,7 @@ from aw_mcp.domain.models import DomainSpec, ToolCall, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.prompt import PromptProfile, build_messages
-from aw_mcp.trajectories.records import RecordedEpisode
+from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
 
 ExportFormat = Literal["agentworldbench", "chat"]
 CAPTURES_FOLDER = "tools"  # aw-mcp record keeps the real server's tools/list here
@@ -102,7 +102,8 @@ def _served_turns(episode: RecordedEpisode, catalogue: Catalogue) -> list[tuple[
     """The episode's history turns, each with the served tool it called (the record keeps the
     public name; on a multi-domain server that is ``<domain>_<tool>``)."""
     out = []
-    for turn in episode.turns():
+    history = [r for r in episode.records if r.source in HISTORY_SOURCES]
+    for turn, record in zip(episode.turns(), history, strict=True):
         served = catalogue.get(turn.action.tool) or catalogue.get(
             turn.action.tool.removeprefix(f"{episode.domain}_")
         )
@@ -112,7 +113,12 @@ def _served_turns(episode: RecordedEpisode, catalogue: Catalogue) -> list[tuple[
                 f"{catalogue.domains[0].name!r} does not have"
             )
         action = ToolCall(tool=served.spec.name, arguments=turn.action.arguments)
-        out.append((turn.model_copy(update={"action": action}), served))
+        update: dict[str, Any] = {"action": action}
+        if served.spec.output_schema is not None and record.structured is not None:
+            # The simulated tool's observation is its structured answer as JSON (what the
+            # server records and the world model writes); a real server's text may differ.
+            update["observation"] = json.dumps(record.structured, ensure_ascii=False)
+        out.append((turn.model_copy(update=update), served))
     if not out:
         raise ExportError(f"episode {episode.episode!r} has no call that reached the world")
     return out

@@ -13,6 +13,7 @@ training data.
 - A call the client cancels is recorded with source ``"cancelled"``.
 - The real server's ``tools/list`` is saved as ``<out>/tools/<domain>.json`` (the
   ``aw-mcp capture`` shape) so ``aw-mcp export`` can render a domain that is not bundled.
+- Call numbers continue an episode's record file if it already has calls.
 - Episodes: an episode id the client sends (``Aw-Episode-Id`` header, ``_meta``
   ``aw-mcp/episode``) names the episode; otherwise the whole connection is one episode, named
   by ``--episode``.
@@ -22,21 +23,40 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.server import Server
 
+import aw_mcp
 from aw_mcp.capture import write_capture
 from aw_mcp.episode.episode import CallRecord, ObservationSource
 from aw_mcp.episode.store import RecordSink
+from aw_mcp.server.app import progress_reporter
 from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY, episode_id_for
 from aw_mcp.trajectories.export import CAPTURES_FOLDER
 
 log = logging.getLogger(__name__)
+
+
+def proxy_target(out: Path, command: list[str], *options: str) -> StdioServerParameters:
+    """How to launch ``aw-mcp record --out OUT OPTIONS -- COMMAND`` from this source tree (the
+    generators and tests drive the real proxy as a client would)."""
+    src = str(Path(aw_mcp.__file__).resolve().parents[1])
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aw_mcp", "record", "--out", str(out), *options, "--", *command],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
+        },
+    )
 
 
 def domain_name_for(server_name: str | None) -> str:
@@ -78,7 +98,12 @@ class EpisodeRecorder:
         return episode_id_for(ctx) if sent else self.default_episode
 
     def next_index(self, episode: str) -> int:
-        index = self._next_index.get(episode, 0) + 1
+        """The next call number of ``episode``. A record file that already holds calls of it
+        (an earlier recording, or another proxy of the same episode called in turn, as the
+        SWE generator does with the git and filesystem servers) is continued, not restarted."""
+        path = self.sink.path_for(episode)
+        on_file = sum(1 for _ in path.open(encoding="utf-8")) if path.exists() else 0
+        index = max(self._next_index.get(episode, 0), on_file) + 1
         self._next_index[episode] = index
         return index
 
@@ -156,15 +181,9 @@ def build_proxy_server(
                 **fields,
             )
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            try:
-                await ctx.session.report_progress(done, total, message)
-            except Exception as exc:  # a client gone away must not fail the call
-                log.debug("progress notification not passed on: %s", exc)
-
         try:
             result = await client.call_tool(
-                params.name, params.arguments, progress_callback=progress
+                params.name, params.arguments, progress_callback=progress_reporter(ctx)
             )
         except MCPError as exc:
             record(
