@@ -13,6 +13,7 @@ from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ToolCall, WorldSpec
+from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile, build_messages
 from aw_mcp.episode.store import RecordSink
@@ -147,3 +148,29 @@ def test_unknown_domain_and_tool_are_clear_errors(tmp_path: Path):
     with pytest.raises(ExportError, match="calls 'no_such_tool'"):
         render_episode(episodes["y"], PromptProfile(), DomainResolver())
     assert main(["export", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_every_observation_is_trained_on_exactly_the_prompt_the_server_sends(record_dir: Path):
+    """With the embedded model's own chat template: the server's prompt for step k, then
+    observation k, is a prefix of the rendered chat export, for every k (what lets a trainer
+    compute all of an episode's targets in one pass)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from aw_mcp.engines.chat_format import ChatRenderer
+    from aw_mcp.engines.llama_cpp import embedded_model_path
+
+    vocab = llama_cpp.Llama(str(embedded_model_path()), vocab_only=True, verbose=False)
+    assert "<|im_start|>" in vocab.metadata["tokenizer.chat_template"]  # the model's own
+    renderer = ChatRenderer(
+        template=vocab.metadata["tokenizer.chat_template"],
+        eos_token=vocab._model.token_get_text(vocab.token_eos()),
+    )
+    episode = next(e for e in load_record_dir(record_dir) if e.episode == "ep-a")
+    messages = render_episode(episode, PromptProfile(), DomainResolver()).messages
+    full = renderer.render([ChatMessage(role=m.role, content=m.content) for m in messages])
+    targets = [i for i, m in enumerate(messages) if m.observation]
+    assert len(targets) == 3
+    for i in targets:
+        served = renderer.render(
+            [ChatMessage(role=m.role, content=m.content) for m in messages[:i]]
+        )
+        assert full.startswith(served + messages[i].content + renderer.eos_token)

@@ -93,3 +93,5 @@ def test_bad_invocations_are_refused_clearly(tmp_path: Path, capsys):
     assert "either --url URL or -- COMMAND ARGS" in capsys.readouterr().err
     assert main(["record", "--out", str(tmp_path), "--domain", "Bad Name", "--", "x"]) == 2
     assert "is no domain name" in capsys.readouterr().err
+    assert main(["record", "--out", str(tmp_path), "--", "false"]) == 1  # exits at once
+    assert "the server failed: MCPError: Connection closed" in capsys.readouterr().err

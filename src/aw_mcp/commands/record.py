@@ -57,7 +57,13 @@ def _record(args: argparse.Namespace) -> int:
     )
     try:
         anyio.run(run_record_proxy, target, RecordSink(args.out), args.domain, args.episode, serve)
-    except OSError as exc:
-        print(f"aw-mcp record: could not reach the server: {exc}", file=sys.stderr)
+    except Exception as exc:  # a server that cannot start or dies: the SDK wraps it in groups
+        print(f"aw-mcp record: the server failed: {_innermost(exc)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _innermost(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
