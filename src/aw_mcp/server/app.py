@@ -11,11 +11,11 @@ inputSchema/outputSchema exactly as given. This module owns the MCP error contra
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp import MCPError, types
 from mcp.server import Server
+from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
 from aw_mcp.answers import ToolAnswer
@@ -55,12 +55,12 @@ def error_result(message: str) -> types.CallToolResult:
     return call_result(ToolAnswer(text=message, is_error=True))
 
 
-def progress_reporter(ctx: Any) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+def progress_reporter(ctx: Any) -> ProgressFnT:
     """Progress notifications to the client of request ``ctx`` (a no-op unless it asked)."""
 
-    async def report(done: float, total: float | None, message: str | None) -> None:
+    async def report(progress: float, total: float | None, message: str | None) -> None:
         try:
-            await ctx.session.report_progress(done, total, message)
+            await ctx.session.report_progress(progress, total, message)
         except Exception as exc:  # a client gone away must not fail the call
             log.debug("progress notification not sent: %s", exc)
 

@@ -87,8 +87,8 @@ async def _run_episode(world: McpWorld, out: Path, episode: str, calls: list[Cal
                         "executable by that user (a virtualenv whose python lives under "
                         "/root is not)"
                     ) from None
-                for tool in (await client.list_tools()).tools:
-                    owner.setdefault(tool.name, client)
+                for listed in (await client.list_tools()).tools:
+                    owner.setdefault(listed.name, client)
             for tool, arguments in calls:
                 if tool not in owner:
                     raise RuntimeError(f"no server of world {world.name} has the tool {tool!r}")
