@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,10 @@ def test_generated_episodes_read_back_what_earlier_steps_wrote(tmp_path: Path):
     assert world["facts"]["user"].startswith("dev (uid=")
     assert world["facts"]["working_directory"] == "/home/dev/project"
     assert "EMPTY" in world["facts"]["project_files"]
+    first = min(r.started_at for e in episodes.values() for r in e.records)
+    assert world["facts"]["date"].startswith(
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(first))
+    )
 
 
 @needs_sandbox

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 from mcp import Client, MCPError
 
 from aw_mcp.trajectories.record_proxy import proxy_target
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, sandboxed_command
+from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
 
 Call = tuple[str, dict[str, Any]]
 
@@ -113,27 +113,14 @@ def generate_mcp_world(world: McpWorld, out: Path, seed: int, episodes: int) -> 
         calls = world.script(random.Random(f"{world.name}:{seed}:{number}"))
         anyio.run(_run_episode, world, out, episode, calls)
         paths.append(path)
-    header = (
-        f"# World facts of the recorded {world.name} episodes (the seed every episode starts\n"
-        f"# from). Pass with: aw-mcp serve --simulator {world.name} --world THIS_FILE\n"
+    world.world["facts"]["date"] = recorded_date_fact(out)
+    write_world_file(
+        out / "world.yaml",
+        world.world,
+        f"recorded {world.name} episodes (the seed every episode starts from)",
+        world.name,
     )
-    text = yaml.dump(
-        world.world, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
-    )
-    (out / "world.yaml").write_text(header + text, encoding="utf-8")
     return paths
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (file contents in notes) as readable ``|`` blocks."""
-
-
-_BlockDumper.add_representer(
-    str,
-    lambda dumper, text: dumper.represent_scalar(
-        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
-    ),
-)
 
 
 # --- the OS world: a user's home through the filesystem server ----------------------------
@@ -257,7 +244,6 @@ OS_WORLD = McpWorld(
         "facts": {
             "user": "alex (home /home/alex)",
             "allowed_directories": "/home/alex",
-            "date": "the real current date and time (UTC); file times are when the episode ran",
             "home_contents": "Documents/ (notes.txt, budget-2026.csv, recipes/pancakes.md), "
             "Downloads/ (invoice-2291.txt), Pictures/holiday/ (README.txt), Music/ (empty), "
             ".bashrc",
@@ -489,7 +475,6 @@ def swe_world_facts() -> dict[str, Any]:
             "repository": f"{REPO} (git, branch main, clean working tree)",
             "working_directory": REPO,
             "user": f"dev (git author '{GIT_AUTHOR[0]} <{GIT_AUTHOR[1]}>')",
-            "date": "the real current date and time (UTC); new commits get that date",
             "toolchain": f"{git_version.strip()}; tools are mcp-server-git 2026.10.19 and "
             "@modelcontextprotocol/server-filesystem 2026.8.31 (allowed directory /workspace)",
             "files": "README.md, pyproject.toml, src/invoice_calc/__init__.py, "

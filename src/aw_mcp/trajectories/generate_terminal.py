@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.trajectories.sandbox import (
@@ -36,6 +34,7 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import Split, episode_script
+from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,6 @@ def measure_world() -> dict[str, Any]:
             "home_contents": f"{HOME} holds only project/ and .gitconfig (user.name "
             f"{GIT_NAME}, user.email {GIT_EMAIL}, init.defaultBranch main)",
             "environment": f"{env}, umask 022; no aliases, no .bashrc",
-            "date": "the real current date and time (UTC); file times are when the episode ran",
         },
         # The bundled Terminal world's notes (a git repository, sudo) do not hold here.
         "replace_notes": True,
@@ -132,16 +130,15 @@ def measure_world() -> dict[str, Any]:
     }
 
 
-def write_world(path: Path) -> dict[str, Any]:
+def write_world(directory: Path) -> dict[str, Any]:
+    """Measure the sandbox and write ``directory/world.yaml`` for the episodes in it."""
     world = measure_world()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = (
-        "# World facts of the generated Terminal episodes, measured in the sandbox that ran\n"
-        "# them. Pass with: aw-mcp serve --simulator terminal --world THIS_FILE\n"
-    )
-    path.write_text(
-        header + yaml.safe_dump(world, sort_keys=False, allow_unicode=True, width=100),
-        encoding="utf-8",
+    world["facts"]["date"] = recorded_date_fact(directory)
+    write_world_file(
+        directory / "world.yaml",
+        world,
+        "generated Terminal episodes, measured in the sandbox that ran them",
+        DOMAIN,
     )
     return world
 
@@ -158,5 +155,5 @@ def generate_terminal(
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
         run_episode(split, seed, number, sink, command_timeout)
         paths.append(path)
-    write_world(out / "world.yaml")
+    write_world(out)
     return paths
