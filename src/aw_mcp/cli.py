@@ -64,6 +64,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
+    from aw_mcp.real_server import add_server_arguments
+
     p = subparsers.add_parser(
         "capture",
         help="save the tools/list of a real MCP server (to serve with --tools-from)",
@@ -72,37 +74,21 @@ def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
         "aw-mcp capture --out x.json --url http://127.0.0.1:8000/mcp",
     )
     p.add_argument("--out", type=Path, required=True, metavar="FILE.json")
-    p.add_argument("--url", help="a Streamable HTTP server instead of a command")
-    p.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra environment for the server command; repeatable",
-    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
-    p.add_argument(
-        "server_command",
-        nargs=argparse.REMAINDER,
-        metavar="-- COMMAND ARGS",
-        help="the server to launch over stdio",
-    )
+    add_server_arguments(p)
     p.set_defaults(handler=_capture)
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from aw_mcp.capture import CaptureError, capture_tools, stdio_target, write_capture
+    from aw_mcp.capture import CaptureError, capture_tools, write_capture
+    from aw_mcp.real_server import server_target
 
-    command = args.server_command[1:] if args.server_command[:1] == ["--"] else args.server_command
-    if bool(args.url) == bool(command):
-        print("aw-mcp capture: give either --url URL or -- COMMAND ARGS", file=sys.stderr)
-        return 2
-    if bad := [item for item in args.env if "=" not in item]:
-        print(f"aw-mcp capture: --env needs KEY=VALUE, got {bad[0]!r}", file=sys.stderr)
-        return 2
-    env = dict(item.split("=", 1) for item in args.env)
     try:
-        target = args.url or stdio_target(command, env)
+        target = server_target(args)
+    except ValueError as exc:
+        print(f"aw-mcp capture: {exc}", file=sys.stderr)
+        return 2
+    try:
         capture = anyio.run(capture_tools, target, args.timeout)
     except CaptureError as exc:
         print(f"aw-mcp capture: {exc}", file=sys.stderr)

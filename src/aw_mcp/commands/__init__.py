@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "generate",
+    "export",
+    "record",
+]
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:

@@ -42,9 +42,17 @@ class Turn(BaseModel):
     )
 
 
-# "real": recorded from a real server or shell (aw-mcp record, the trajectory generator).
+# "real": recorded from a real server or shell (aw-mcp record, the trajectory generator);
+# "rpc-error": a real server answered with a JSON-RPC error (aw-mcp record), not a result.
 ObservationSource = Literal[
-    "model", "fault", "replay", "real", "invalid-arguments", "engine-error", "cancelled"
+    "model",
+    "fault",
+    "replay",
+    "real",
+    "invalid-arguments",
+    "engine-error",
+    "cancelled",
+    "rpc-error",
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp import MCPError, types
 from mcp.server import Server
+from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
 from aw_mcp.answers import ToolAnswer
@@ -54,6 +55,18 @@ def error_result(message: str) -> types.CallToolResult:
     return call_result(ToolAnswer(text=message, is_error=True))
 
 
+def progress_reporter(ctx: Any) -> ProgressFnT:
+    """Progress notifications to the client of request ``ctx`` (a no-op unless it asked)."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        try:
+            await ctx.session.report_progress(progress, total, message)
+        except Exception as exc:  # a client gone away must not fail the call
+            log.debug("progress notification not sent: %s", exc)
+
+    return report
+
+
 def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
@@ -78,14 +91,8 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
             await simulator.reject(episode_id, served, arguments, message)
             return error_result(message)
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            try:
-                await ctx.session.report_progress(done, total, message)
-            except Exception as exc:  # a client gone away must not fail the call
-                log.debug("progress notification not sent: %s", exc)
-
         try:
-            answer = await simulator.call(episode_id, served, arguments, progress)
+            answer = await simulator.call(episode_id, served, arguments, progress_reporter(ctx))
         except RpcFaultError as exc:
             raise MCPError(
                 code=exc.fault.code, message=exc.fault.message, data=exc.fault.data

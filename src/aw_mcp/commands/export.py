@@ -1,0 +1,76 @@
+"""``aw-mcp export``: record dirs -> AgentWorldBench samples or chat conversations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "export",
+        help="render record dirs as AgentWorldBench JSONL or chat JSONL for fine-tuning",
+        description="Render recorded episodes (a --record-dir, aw-mcp record or generate "
+        "output) as the world model's conversations: AgentWorldBench samples "
+        "(<domain>_test.jsonl, one per turn) or chat messages (<domain>_chat.jsonl, one per "
+        "episode).",
+    )
+    p.add_argument("records", type=Path, metavar="RECORD_DIR")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument(
+        "--format",
+        dest="fmt",
+        choices=["agentworldbench", "chat"],
+        default="agentworldbench",
+    )
+    p.add_argument(
+        "--profile",
+        choices=["default", "agentworld"],
+        default="agentworld",
+        help="prompt format (default: agentworld; 'default' is what aw-mcp serve sends "
+        "unless told otherwise)",
+    )
+    p.add_argument(
+        "--simulator",
+        action="append",
+        default=[],
+        metavar="NAME|FILE",
+        help="the domain rendering the episodes (default: each record's domain, bundled or "
+        "captured by aw-mcp record in RECORD_DIR/tools/); repeatable",
+    )
+    p.add_argument(
+        "--tools-from",
+        dest="tools_from",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE.json",
+        help="a captured tools/list whose mirrored domain renders the episodes; repeatable",
+    )
+    p.add_argument("--world", type=Path, metavar="FILE.yaml", help="extra world facts")
+    p.set_defaults(handler=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from aw_mcp.domain.loader import load_domain, load_world
+    from aw_mcp.domain.mirror import mirror_domain
+    from aw_mcp.episode.prompt import PROFILES
+    from aw_mcp.trajectories.export import DomainResolver, export_records
+    from aw_mcp.trajectories.records import load_record_dir
+
+    domains = [load_domain(name) for name in args.simulator]
+    domains += [mirror_domain(path) for path in args.tools_from]
+    world = load_world(args.world) if args.world else None
+    try:
+        episodes = load_record_dir(args.records)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    if not episodes:
+        raise ValueError(f"no records (*.jsonl) under {args.records}")
+    resolver = DomainResolver(domains, world, record_dir=args.records)
+    written = export_records(episodes, args.out, args.fmt, PROFILES[args.profile](), resolver)
+    for path, count in written.items():
+        print(f"{path}: {count} {'samples' if args.fmt == 'agentworldbench' else 'episodes'}")
+    print(f"{len(episodes)} episodes exported", file=sys.stderr)
+    return 0

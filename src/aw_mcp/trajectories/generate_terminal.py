@@ -1,0 +1,159 @@
+"""Generate real Terminal-world trajectories: scripted episodes run in real bash sandboxes.
+
+Every episode gets a fresh :class:`BashSandbox`; each command's output becomes one
+``run_command`` call record (source ``"real"``), one JSONL file per episode, the format of
+``aw-mcp serve --record-dir``. The commands depend only on (split, seed, episode number);
+the observations are what the real tools printed, volatile values (times, hashes) included.
+
+A failed command is a successful tool call: its exit code is in the observation and
+``is_error`` stays false, as a real ``run_command`` tool answers and as the Terminal world's
+model-answered calls are recorded. ``is_error`` is kept for tool-level failures.
+
+Next to the episodes, ``world.yaml`` states what the world model must be told for the
+observations to be predictable (user, home, host, versions), measured in a sandbox.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from aw_mcp.episode.episode import CallRecord
+from aw_mcp.episode.store import RecordSink
+from aw_mcp.trajectories.sandbox import (
+    ENVIRONMENT,
+    GIT_EMAIL,
+    GIT_NAME,
+    HOME,
+    HOSTNAME,
+    PROJECT,
+    USER,
+    BashSandbox,
+    observation_text,
+)
+from aw_mcp.trajectories.terminal_scripts import Split, episode_script
+from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
+
+log = logging.getLogger(__name__)
+
+DOMAIN = "terminal"
+TOOL = "run_command"
+
+# Probes for the world file; each runs in a fresh sandbox, as an episode would.
+_FACT_PROBES = {
+    "id": "id",
+    "os": '. /etc/os-release && echo "$PRETTY_NAME (Linux $(uname -r) $(uname -m))"',
+    "bash": 'echo "${BASH_VERSION}"',
+    "python3": "python3 --version",
+    "git": "git --version",
+    "coreutils": "ls --version | head -n 1",
+    "sudo": "command -v sudo || echo none",
+    "home": "ls -A ~",
+    "project": "ls -A",
+}
+
+
+def episode_id(split: Split, seed: int, number: int) -> str:
+    return f"terminal-{split}-s{seed}-{number:04d}"
+
+
+def run_episode(
+    split: Split, seed: int, number: int, sink: RecordSink, command_timeout: float = 10.0
+) -> CallRecord | None:
+    """Run one scripted episode in a fresh sandbox and write its records; returns the last."""
+    template, commands = episode_script(split, seed, number)
+    eid = episode_id(split, seed, number)
+    last = None
+    with BashSandbox(command_timeout=command_timeout) as shell:
+        for index, command in enumerate(commands, start=1):
+            started = time.time()
+            output, code = shell.run(command)
+            last = CallRecord(
+                index=index,
+                episode=eid,
+                domain=DOMAIN,
+                tool=TOOL,
+                arguments={"command": command},
+                observation=observation_text(output, code),
+                is_error=False,
+                source="real",
+                started_at=started,
+                seconds=round(time.time() - started, 4),
+            )
+            sink.write(last)
+    log.info("%s: %s, %d commands", eid, template.name, len(commands))
+    return last
+
+
+def measure_world() -> dict[str, Any]:
+    """The world facts of the sandbox, measured in it (the ``aw-mcp serve --world`` shape)."""
+    seen: dict[str, str] = {}
+    with BashSandbox() as shell:
+        for key, probe in _FACT_PROBES.items():
+            output, code = shell.run(probe)
+            if code != 0:
+                raise RuntimeError(f"world probe {probe!r} failed ({code}): {output}")
+            seen[key] = output.strip()
+    python = seen["python3"].removeprefix("Python ")
+    git = seen["git"].removeprefix("git version ")
+    coreutils = seen["coreutils"].rsplit(" ", 1)[-1]
+    env = " ".join(f"{k}={v}" for k, v in ENVIRONMENT.items() if k in ("LANG", "TZ", "PATH"))
+    return {
+        "facts": {
+            "hostname": HOSTNAME,
+            "user": f"{USER} ({seen['id']})",
+            "home": HOME,
+            "working_directory": PROJECT,
+            "os": seen["os"],
+            "shell": f"/bin/bash (GNU bash {seen['bash']})",
+            "installed": f"python3 {python}, git {git}, GNU coreutils {coreutils}, "
+            "grep, sed, awk, find, bc",
+            "project_files": f"{PROJECT} starts EMPTY: no files and no .git; everything in "
+            "it was created by earlier commands of this episode",
+            "home_contents": f"{HOME} holds only project/ and .gitconfig (user.name "
+            f"{GIT_NAME}, user.email {GIT_EMAIL}, init.defaultBranch main)",
+            "environment": f"{env}, umask 022; no aliases, no .bashrc",
+        },
+        # The bundled Terminal world's notes (a git repository, sudo) do not hold here.
+        "replace_notes": True,
+        "notes": [
+            f"The user {USER} is not root"
+            + (" and has no sudo." if seen["sudo"] == "none" else f"; sudo is {seen['sudo']}."),
+            "Commands run without a terminal: ls prints one name per line, no colours.",
+            "bash is interactive: its own errors read 'bash: <name>: command not found', "
+            "'bash: cd: <dir>: No such file or directory'.",
+            "/home/dev/project is NOT a git repository until the episode runs git init; new "
+            "repositories start on branch main.",
+        ],
+    }
+
+
+def write_world(directory: Path) -> dict[str, Any]:
+    """Measure the sandbox and write ``directory/world.yaml`` for the episodes in it."""
+    world = measure_world()
+    world["facts"]["date"] = recorded_date_fact(directory)
+    write_world_file(
+        directory / "world.yaml",
+        world,
+        "generated Terminal episodes, measured in the sandbox that ran them",
+        DOMAIN,
+    )
+    return world
+
+
+def generate_terminal(
+    out: Path, seed: int, episodes: int, split: Split = "train", command_timeout: float = 10.0
+) -> list[Path]:
+    """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files."""
+    sink = RecordSink(out)
+    paths = []
+    for number in range(episodes):
+        eid = episode_id(split, seed, number)
+        path = sink.path_for(eid)
+        path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
+        run_episode(split, seed, number, sink, command_timeout)
+        paths.append(path)
+    write_world(out)
+    return paths

@@ -1,0 +1,46 @@
+"""The ``world.yaml`` written beside generated episodes (the ``aw-mcp serve --world`` shape)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aw_mcp.trajectories.records import load_record_dir
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (file contents in notes) as readable ``|`` blocks."""
+
+
+_BlockDumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
+
+
+def recorded_date_fact(directory: Path) -> str:
+    """When the episodes in ``directory`` ran: the clock their file times and dates show."""
+    started = [r.started_at for e in load_record_dir(directory) for r in e.records]
+    if not started:
+        return "the real current date and time (UTC)"
+    first, last = (datetime.fromtimestamp(t, UTC) for t in (min(started), max(started)))
+    return (
+        f"{first:%Y-%m-%d %H:%M} UTC (the episodes ran from then until {last:%Y-%m-%d %H:%M} "
+        "UTC: file times, commit dates and clocks show that real time)"
+    )
+
+
+def write_world_file(path: Path, world: dict[str, Any], what: str, simulator: str) -> None:
+    """``world`` as YAML with a header naming what it describes and how to serve it."""
+    header = (
+        f"# World facts of the {what}.\n"
+        f"# Pass with: aw-mcp serve --simulator {simulator} --world THIS_FILE\n"
+    )
+    text = yaml.dump(world, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + text, encoding="utf-8")

@@ -1,0 +1,176 @@
+"""aw-mcp export renders record dirs as AgentWorldBench samples and chat conversations, with the
+same messages the server builds."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from aw_mcp.catalogue import Catalogue
+from aw_mcp.cli import main
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.models import ToolCall, WorldSpec
+from aw_mcp.engines.base import ChatMessage
+from aw_mcp.episode.episode import CallRecord
+from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile, build_messages
+from aw_mcp.episode.store import RecordSink
+from aw_mcp.trajectories.export import DomainResolver, ExportError, render_episode
+from aw_mcp.trajectories.records import load_record_dir
+
+COMMANDS = [
+    ("echo alpha > a.txt", "[exit code: 0]"),
+    ("cat a.txt", "alpha\n[exit code: 0]"),
+    ("cat b.txt", "cat: b.txt: No such file or directory\n[exit code: 1]"),
+]
+
+
+def _record(episode: str, index: int, command: str, observation: str, **extra) -> CallRecord:
+    fields = {
+        "index": index,
+        "episode": episode,
+        "domain": "terminal",
+        "tool": "run_command",
+        "arguments": {"command": command},
+        "observation": observation,
+        "is_error": False,
+        "source": "real",
+        "started_at": time.time(),
+        "seconds": 0.01,
+    }
+    return CallRecord(**{**fields, **extra})
+
+
+@pytest.fixture
+def record_dir(tmp_path: Path) -> Path:
+    sink = RecordSink(tmp_path / "records")
+    for i, (command, observation) in enumerate(COMMANDS, start=1):
+        sink.write(_record("ep-a", i, command, observation))
+    sink.write(_record("ep-b", 1, "pwd", "/home/dev/project\n[exit code: 0]"))
+    # A refused call never reached the world: it is not a turn.
+    sink.write(_record("ep-b", 2, "ls", "bad arguments", source="invalid-arguments"))
+    sink.write(_record("ep-b", 3, "ls", "[exit code: 0]"))
+    return tmp_path / "records"
+
+
+def test_chat_rendering_is_the_servers_prompt_plus_the_last_observation(record_dir: Path):
+    episode = next(e for e in load_record_dir(record_dir) if e.episode == "ep-a")
+    profile = PromptProfile()
+    rendered = render_episode(episode, profile, DomainResolver())
+    domain = load_domain("terminal")
+    served = Catalogue([domain]).get("run_command")
+    turns = episode.turns()
+    # What the server sends for the last call, built the server's way:
+    expected = build_messages(
+        profile,
+        domain,
+        domain.tools,
+        served.world,
+        turns[:2],
+        0,
+        ToolCall(tool="run_command", arguments={"command": "cat b.txt"}),
+        3,
+        [],
+    )
+    assert [(m.role, m.content) for m in rendered.messages[:-1]] == [
+        (m.role, m.content) for m in expected
+    ]
+    assert rendered.messages[-1].content == COMMANDS[-1][1]
+    flags = [m.observation for m in rendered.messages if m.role == "assistant"]
+    demos = len(domain.demonstrations)
+    assert flags == [False] * demos + [True] * 3
+    assert [m.content for m in rendered.messages if m.observation] == [o for _, o in COMMANDS]
+
+
+def test_bench_export_one_sample_per_turn(record_dir: Path, tmp_path: Path, capsys):
+    out = tmp_path / "bench"
+    assert main(["export", str(record_dir), "--out", str(out)]) == 0
+    assert "terminal_test.jsonl: 5 samples" in capsys.readouterr().out
+    samples = [json.loads(x) for x in (out / "terminal_test.jsonl").read_text().splitlines()]
+    a = [s for s in samples if s["id"].startswith("ep-a-")]
+    assert [s["turn_idx"] for s in a] == [1, 2, 3]
+    assert {s["total_turns"] for s in a} == {3}
+    first = a[0]
+    assert first["task"] == "terminal"
+    assert first["prompt"][1].startswith("### Turn 2\n**Action:**\n```json\n")
+    assert '"cat a.txt"' in first["prompt"][1]
+    assert first["response"][1] == AgentWorldProfile.OBSERVATION_MARKER + "alpha\n[exit code: 0]"
+    assert a[2]["current_prompt"] == first["prompt"][2]
+    assert "# Role and Objective" in first["system_str"]
+    assert "# Example turns" in first["system_str"]  # the demonstrations travel in system_str
+    # The refused call of ep-b is no turn; the two turns keep their record indices as numbers.
+    b = [s for s in samples if s["id"].startswith("ep-b-")]
+    assert [s["total_turns"] for s in b] == [2, 2]
+    assert b[1]["current_prompt"].startswith("### Turn 3\n")
+
+
+def test_chat_export_with_world_file_replacing_the_domains_notes(record_dir: Path, tmp_path: Path):
+    world = tmp_path / "world.yaml"
+    world.write_text("facts: {user: tester}\nreplace_notes: true\nnotes: [the folder is empty]\n")
+    out = tmp_path / "chat"
+    assert (
+        main(
+            [
+                "export",
+                str(record_dir),
+                "--out",
+                str(out),
+                "--format",
+                "chat",
+                "--profile",
+                "default",
+                "--world",
+                str(world),
+            ]
+        )
+        == 0
+    )
+    lines = [json.loads(x) for x in (out / "terminal_chat.jsonl").read_text().splitlines()]
+    assert [x["episode"] for x in lines] == ["ep-a", "ep-b"]
+    system = lines[0]["messages"][0]["content"]
+    assert "- user: tester" in system and "- the folder is empty" in system
+    bundled_note = load_domain("terminal").world.notes[0]
+    assert bundled_note not in system
+    # without replace_notes the domain's notes stay and the file's are added
+    merged = load_domain("terminal").world.merged(WorldSpec(notes=["extra"]))
+    assert merged.notes[-1] == "extra" and bundled_note in merged.notes
+
+
+def test_unknown_domain_and_tool_are_clear_errors(tmp_path: Path):
+    sink = RecordSink(tmp_path)
+    sink.write(_record("x", 1, "ls", "[exit code: 0]", domain="nowhere"))
+    sink.write(_record("y", 1, "ls", "[exit code: 0]", tool="no_such_tool"))
+    episodes = {e.episode: e for e in load_record_dir(tmp_path)}
+    with pytest.raises(ExportError, match="no domain for records of domain 'nowhere'"):
+        render_episode(episodes["x"], PromptProfile(), DomainResolver())
+    with pytest.raises(ExportError, match="calls 'no_such_tool'"):
+        render_episode(episodes["y"], PromptProfile(), DomainResolver())
+    assert main(["export", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_every_observation_is_trained_on_exactly_the_prompt_the_server_sends(record_dir: Path):
+    """With the embedded model's own chat template: the server's prompt for step k, then
+    observation k, is a prefix of the rendered chat export, for every k (what lets a trainer
+    compute all of an episode's targets in one pass)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from aw_mcp.engines.chat_format import ChatRenderer
+    from aw_mcp.engines.llama_cpp import embedded_model_path
+
+    vocab = llama_cpp.Llama(str(embedded_model_path()), vocab_only=True, verbose=False)
+    assert "<|im_start|>" in vocab.metadata["tokenizer.chat_template"]  # the model's own
+    renderer = ChatRenderer(
+        template=vocab.metadata["tokenizer.chat_template"],
+        eos_token=vocab._model.token_get_text(vocab.token_eos()),
+    )
+    episode = next(e for e in load_record_dir(record_dir) if e.episode == "ep-a")
+    messages = render_episode(episode, PromptProfile(), DomainResolver()).messages
+    full = renderer.render([ChatMessage(role=m.role, content=m.content) for m in messages])
+    targets = [i for i, m in enumerate(messages) if m.observation]
+    assert len(targets) == 3
+    for i in targets:
+        served = renderer.render(
+            [ChatMessage(role=m.role, content=m.content) for m in messages[:i]]
+        )
+        assert full.startswith(served + messages[i].content + renderer.eos_token)

@@ -1,0 +1,171 @@
+"""The terminal generator runs real bash in sandboxes that look like the Terminal world, and the
+observations of later steps depend on what earlier steps did."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aw_mcp.cli import main
+from aw_mcp.trajectories.generate_terminal import generate_terminal
+from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.sandbox import (
+    BashSandbox,
+    CommandTimeout,
+    SandboxUnavailable,
+    ensure_user,
+    observation_text,
+)
+from aw_mcp.trajectories.terminal_scripts import (
+    HELDOUT_FAMILIES,
+    TEMPLATES,
+    episode_script,
+    templates_for,
+)
+
+
+def _sandbox_available() -> str:
+    try:
+        ensure_user()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+needs_sandbox = pytest.mark.skipif(bool(_sandbox_available()), reason=_sandbox_available())
+
+
+def test_same_seed_same_commands_other_seed_other_commands():
+    first = [episode_script("train", 5, n) for n in range(6)]
+    again = [episode_script("train", 5, n) for n in range(6)]
+    other = [episode_script("train", 6, n) for n in range(6)]
+    assert [c for _, c in first] == [c for _, c in again]
+    assert [c for _, c in first] != [c for _, c in other]
+    assert all(5 <= len(c) <= 12 for _, c in first + other)
+
+
+def test_heldout_families_never_appear_in_training_scripts():
+    family_use = re.compile(r"(^|[|;&({]|\$\(|&&)\s*(" + "|".join(HELDOUT_FAMILIES) + r")\b")
+    for number in range(300):
+        _template, commands = episode_script("train", 0, number)
+        for command in commands:
+            assert not family_use.search(command), command
+    held = {t.name for t in templates_for("heldout")}
+    assert held == {"tr_text", "cut_fields", "find_tree", "git_merge", "heredoc_report"}
+    assert held.isdisjoint(t.name for t in templates_for("train"))
+    assert len(templates_for("train")) + len(held) == len(TEMPLATES)
+
+
+def test_observation_ends_with_the_exit_code_line():
+    assert observation_text("", 0) == "[exit code: 0]"
+    assert observation_text("a\nb\n", 1) == "a\nb\n[exit code: 1]"
+    assert observation_text("abc", 0) == "abc\n[exit code: 0]"  # printf without newline
+    assert observation_text("\n", 0) == "\n[exit code: 0]"  # one empty line is kept
+
+
+@needs_sandbox
+def test_sandbox_is_the_terminal_worlds_machine_and_starts_empty_each_time():
+    with BashSandbox() as shell:
+        assert shell.run("whoami; pwd; hostname; echo $HOME") == (
+            "dev\n/home/dev/project\ndevbox\n/home/dev\n",
+            0,
+        )
+        assert shell.run("echo kept > a.txt; ls -A") == ("a.txt\n", 0)
+        assert shell.run("nosuchcommand") == ("bash: nosuchcommand: command not found\n", 127)
+        # stderr and stdout interleave in the order printed; the state persists
+        assert shell.run("cat a.txt missing.txt; echo done") == (
+            "kept\ncat: missing.txt: No such file or directory\ndone\n",
+            0,
+        )
+    with BashSandbox() as shell:
+        assert shell.run("ls -A") == ("", 0)  # nothing of the last sandbox survived
+        assert shell.run("ls -A ~") == (".gitconfig\nproject\n", 0)
+
+
+@needs_sandbox
+def test_a_command_past_its_timeout_stops_the_sandbox():
+    with BashSandbox(command_timeout=0.5) as shell, pytest.raises(CommandTimeout):
+        shell.run("sleep 5")
+
+
+@needs_sandbox
+def test_generated_episodes_read_back_what_earlier_steps_wrote(tmp_path: Path):
+    first = tmp_path / "first"
+    paths = generate_terminal(first, seed=7, episodes=3)
+    assert len(paths) == 3 and all(p.exists() for p in paths)
+    episodes = {e.episode: e for e in load_record_dir(first)}
+    assert len(episodes) == 3
+    for episode in episodes.values():
+        assert [r.index for r in episode.records] == list(range(1, len(episode.records) + 1))
+        for record in episode.records:
+            assert (record.domain, record.tool, record.source) == (
+                "terminal",
+                "run_command",
+                "real",
+            )
+            assert re.search(r"(^|\n)\[exit code: \d+\]$", record.observation)
+            assert not record.is_error
+
+    # Episode 0 is files_basic: step 2 writes a file, step 5 copies it, step 8 cats the copy.
+    files = episodes["terminal-train-s7-0000"].records
+    written = shlex.split(files[1].arguments["command"])[1]
+    assert files[7].arguments["command"].startswith("cat ")
+    assert files[7].observation == f"{written}\n[exit code: 0]"
+
+    # Episode 1 is write_and_read: step 1 writes lines, step 2 appends one, step 3 cats them all.
+    texts = episodes["terminal-train-s7-0001"].records
+    lines = shlex.split(texts[0].arguments["command"])[2:-2]
+    appended = shlex.split(texts[1].arguments["command"])[1]
+    assert texts[2].observation == "\n".join([*lines, appended]) + "\n[exit code: 0]"
+    name = shlex.split(texts[2].arguments["command"])[1]
+    assert texts[3].observation == f"{len(lines) + 1} {name}\n[exit code: 0]"  # wc -l
+
+    # The same seed gives the same commands again.
+    again = tmp_path / "again"
+    generate_terminal(again, seed=7, episodes=3)
+    commands = lambda d: [  # noqa: E731
+        [r.arguments["command"] for r in e.records] for e in load_record_dir(d)
+    ]
+    assert commands(again) == commands(first)
+
+    world = yaml.safe_load((first / "world.yaml").read_text())
+    assert world["facts"]["user"].startswith("dev (uid=")
+    assert world["facts"]["working_directory"] == "/home/dev/project"
+    assert "EMPTY" in world["facts"]["project_files"]
+    first = min(r.started_at for e in episodes.values() for r in e.records)
+    assert world["facts"]["date"].startswith(
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(first))
+    )
+
+
+@needs_sandbox
+def test_generate_command_writes_the_dataset(tmp_path: Path, capsys):
+    out = tmp_path / "heldout"
+    assert (
+        main(
+            [
+                "generate",
+                "terminal",
+                "--out",
+                str(out),
+                "--seed",
+                "1",
+                "--episodes",
+                "2",
+                "--split",
+                "heldout",
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "terminal-heldout-s1-0000.jsonl",
+        "terminal-heldout-s1-0001.jsonl",
+        "world.yaml",
+    ]
+    assert "wrote 2 episodes" in capsys.readouterr().out
