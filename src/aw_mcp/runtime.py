@@ -97,9 +97,7 @@ def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> 
     """The scenarios of ``--faults`` (bundled names or files); raises DataFileError on a bad one."""
     if not settings.faults:
         return NoFaults()
-    layer = ScenarioFaultLayer(
-        [load_scenario(p) for p in settings.faults], max_episodes=settings.max_episodes
-    )
+    layer = ScenarioFaultLayer([load_scenario(p) for p in settings.faults])
     log.info("fault scenarios: %s", ", ".join(s.name for s in layer.scenarios))
     if catalogue is not None:
         served = [(t.domain.name, t.public_name) for t in catalogue]

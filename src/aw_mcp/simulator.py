@@ -77,6 +77,9 @@ class WorldSimulator:
         self.faults = faults or NoFaults()
         self.profile = profile or PromptProfile()
         self.settings = settings or SimulatorSettings()
+        # The store owns episodes; the caches other layers keep per episode follow its lifecycle.
+        self.episodes.subscribe(lambda episode: self.faults.episode_ended(episode.key))
+        self.episodes.subscribe(lambda episode: self.engine.forget(episode.key))
 
     async def call(
         self,
@@ -85,16 +88,18 @@ class WorldSimulator:
         arguments: dict[str, Any],
         progress: ProgressCallback | None = None,
     ) -> ToolAnswer:
-        episode = self.episodes.get(episode_id, served.domain.name)
-        async with episode.lock:
+        async with self.episodes.open(episode_id, served.domain.name) as episode:
             return await self._call_locked(episode, served, arguments, progress)
+
+    def end_episode(self, episode_id: str, reason: str) -> None:
+        """End the episode ``episode_id`` in every domain; its next call begins a new one."""
+        self.episodes.end(episode_id, reason)
 
     async def reject(
         self, episode_id: str, served: ServedTool, arguments: Any, message: str
     ) -> None:
         """Record a call refused before simulation (invalid arguments), in arrival order."""
-        episode = self.episodes.get(episode_id, served.domain.name)
-        async with episode.lock:
+        async with self.episodes.open(episode_id, served.domain.name) as episode:
             self._record(
                 episode,
                 served,
@@ -185,6 +190,7 @@ class WorldSimulator:
             arguments,
             index,
             served.spec.output_schema,
+            episode.key,
         )
         try:
             decision = self.faults.decide(call)
@@ -257,7 +263,7 @@ class WorldSimulator:
                 temperature=domain.generation.temperature if attempt == 0 else 0.7,
                 stop=domain.generation.stop,
                 json_schema=spec.output_schema,
-                cache_key=episode.cache_key,
+                cache_key=episode.key,
                 seed=attempt,
             )
             result = await self._generate_with_progress(request, progress)
@@ -401,6 +407,7 @@ class WorldSimulator:
             stats=stats,
             started_at=started,
             seconds=round(time.time() - started, 4),
+            episode_started_at=episode.started_at,
         )
         self.episodes.record(episode, record)
 

@@ -6,9 +6,9 @@ purpose), never a draw from a shared random stream. The same scenario and the sa
 episode therefore give the same faults, however many other episodes run at the same time and
 in whatever order their calls interleave.
 
-State: per episode (episode id + domain, as the simulator keys episodes), how many calls each
-rule has matched and how many times it fired. It is kept for the most recently used
-``max_episodes`` episodes and starts afresh when an episode restarts (its call index goes back).
+State: per episode run (``CallContext.state_key``), how many calls each rule has matched and
+how many times it fired. The episode store owns episodes: it calls ``episode_ended`` when one
+ends or is evicted, and the counts go with it, so a new episode of the same id counts from 1.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import logging
 import math
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,22 +95,20 @@ def matches(match: Match, call: CallContext) -> bool:
 
 @dataclass
 class _EpisodeCounts:
-    last_index: int = 0
     matched: Counter[RuleKey] = field(default_factory=Counter)
     fired: Counter[RuleKey] = field(default_factory=Counter)
 
 
 class ScenarioFaultLayer:
-    def __init__(self, scenarios: Sequence[Scenario], max_episodes: int = 10_000):
+    def __init__(self, scenarios: Sequence[Scenario]):
         names = [s.name for s in scenarios]
         if duplicated := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"fault scenario names must differ; loaded twice: {duplicated}")
         self.scenarios = list(scenarios)
-        self.max_episodes = max_episodes
-        self._episodes: OrderedDict[tuple[str, str], _EpisodeCounts] = OrderedDict()
+        self._episodes: dict[str, _EpisodeCounts] = {}
 
     def decide(self, call: CallContext) -> FaultDecision:
-        counts = self._counts_for(call)
+        counts = self._episodes.setdefault(call.state_key, _EpisodeCounts())
         decision = FaultDecision()
         output_decided = False  # only one rule per call may replace or damage the answer
         for scenario in self.scenarios:
@@ -151,18 +149,12 @@ class ScenarioFaultLayer:
             if not any(rule.match.covers_tool(domain, tool) for domain, tool in tools)
         ]
 
-    def _counts_for(self, call: CallContext) -> _EpisodeCounts:
-        key = (call.episode_id, call.domain)
-        counts = self._episodes.get(key)
-        if counts is None or call.call_index <= counts.last_index:
-            # New, or restarted (the episode store forgot it and it began again at call 1).
-            counts = _EpisodeCounts()
-            self._episodes[key] = counts
-            while len(self._episodes) > self.max_episodes:
-                self._episodes.popitem(last=False)
-        self._episodes.move_to_end(key)
-        counts.last_index = call.call_index
-        return counts
+    def episode_ended(self, episode_key: str) -> None:
+        self._episodes.pop(episode_key, None)
+
+    def tracked_episodes(self) -> int:
+        """How many episode runs have counts kept (bounded by the episode store)."""
+        return len(self._episodes)
 
     def _fire(
         self,
