@@ -51,7 +51,7 @@ async def test_ending_an_episode_clears_its_state_everywhere():
     assert sim.episodes.end("ep", reason="test") == [old]
     assert old.state == "ended" and sim.episodes.all() == []
     assert engine.forgotten == [old.key]
-    assert sim.faults.tracked_episodes() == 0
+    assert sim.faults.layer.tracked_episodes() == 0
 
     await run(sim, "ep", "pwd")
     [new] = sim.episodes.find("ep")
@@ -69,10 +69,10 @@ async def test_evicted_episodes_are_forgotten_by_every_layer():
         await run(sim, name)
     assert sorted(e.episode_id for e in sim.episodes.all()) == ["b", "c"]
     assert len(engine.forgotten) == 1 and engine.forgotten[0].startswith("a\x1f")
-    assert sim.faults.tracked_episodes() == 2
+    assert sim.faults.layer.tracked_episodes() == 2
     await run(sim, "a")  # comes back as a new episode: its rule fires again
     assert fault_rules(sim, "a") == [["first"]]
-    assert sim.faults.tracked_episodes() == 2
+    assert sim.faults.layer.tracked_episodes() == 2
 
 
 async def test_an_episode_with_a_call_in_progress_is_not_evicted():

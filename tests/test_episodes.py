@@ -61,7 +61,7 @@ async def test_long_history_is_trimmed_keeping_instructions_and_facts(caplog):
     engine = counter_engine()
     engine._context_window = 700  # a few turns' worth, with the 24-token answer budget
     sim = make_simulator(engine)
-    caplog.set_level(logging.WARNING, logger="aw_mcp.simulator")
+    caplog.set_level(logging.WARNING, logger="aw_mcp.simulation")
     for i in range(30):
         await call(sim, "run_command", command=f"echo step-{i} " + "x" * 80)
     last = engine.requests[-1]

@@ -47,7 +47,7 @@ rules:
 async def test_502_on_the_third_search_call_is_recorded_and_seen_by_the_model(caplog):
     engine = FakeEngine(fake_reply)
     simulator = make_simulator(FLAKY_SEARCH, engine=engine)
-    caplog.set_level(logging.INFO, logger="aw_mcp.simulator")
+    caplog.set_level(logging.INFO, logger="aw_mcp.simulation")
     async with client_for(simulator) as client:
         results = []
         for n in range(4):
