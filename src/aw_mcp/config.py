@@ -62,4 +62,17 @@ class ServeSettings(BaseSettings):
     record_dir: Path | None = None
     max_episodes: int = Field(default=10_000, ge=1)
     replay_read_only: bool = True
+    sampling_seed: int = Field(
+        default=0,
+        description="Base seed of the world model's sampling. Each request's seed is derived "
+        "from it, the episode id, the call index and the attempt: the same seed replays the "
+        "same episodes, and episodes sending the same prompt still sample differently.",
+    )
+    retry_temperature: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=2.0,
+        description="Temperature of the retries of an answer that broke its tool's "
+        "outputSchema (the first attempt uses the domain's temperature).",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

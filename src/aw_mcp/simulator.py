@@ -9,7 +9,7 @@ cancellation), is appended to its episode's record.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -28,6 +28,7 @@ from aw_mcp.simulation.generation import ObservationGenerator
 from aw_mcp.simulation.progress import ProgressCallback
 from aw_mcp.simulation.recording import PendingRecord
 from aw_mcp.simulation.replay import ReadOnlyReplay
+from aw_mcp.simulation.sampling import SamplingSettings
 
 __all__ = ["RpcFaultError", "SimulatorSettings", "WorldSimulator"]
 
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 class SimulatorSettings:
     structured_retries: int = 2  # extra attempts when output breaks the tool's outputSchema
     replay_read_only: bool = True  # repeat a read-only observation if nothing changed since
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
 
 class WorldSimulator:
@@ -58,7 +60,9 @@ class WorldSimulator:
         self.faults = FaultStep(faults or NoFaults())
         self.replay = ReadOnlyReplay(self.settings.replay_read_only)
         self.context = ContextFitter(engine, profile)
-        self.generator = ObservationGenerator(engine, profile, self.settings.structured_retries)
+        self.generator = ObservationGenerator(
+            engine, profile, self.settings.structured_retries, self.settings.sampling
+        )
         # The store owns episodes; the caches other layers keep per episode follow its lifecycle.
         self.episodes.subscribe(lambda episode: self.faults.layer.episode_ended(episode.key))
         self.episodes.subscribe(lambda episode: self.engine.forget(episode.key))

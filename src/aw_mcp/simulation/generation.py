@@ -25,17 +25,23 @@ from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.json_schemas import schema_errors
 from aw_mcp.simulation.progress import ProgressCallback, generate_with_progress
+from aw_mcp.simulation.sampling import SamplingSettings
 
 log = logging.getLogger(__name__)
 
-RETRY_TEMPERATURE = 0.7
-
 
 class ObservationGenerator:
-    def __init__(self, engine: Engine, profile: PromptProfile, retries: int = 2):
+    def __init__(
+        self,
+        engine: Engine,
+        profile: PromptProfile,
+        retries: int = 2,
+        sampling: SamplingSettings | None = None,
+    ):
         self.engine = engine
         self.profile = profile
         self.retries = retries
+        self.sampling = sampling or SamplingSettings()
 
     async def generate(
         self,
@@ -52,12 +58,13 @@ class ObservationGenerator:
             request = GenerationRequest(
                 messages=messages,
                 max_tokens=max_tokens,
-                # Retries of a schema-breaking answer sample instead of repeating the same output.
-                temperature=domain.generation.temperature if attempt == 0 else RETRY_TEMPERATURE,
+                temperature=self.sampling.temperature_for(domain.generation.temperature, attempt),
                 stop=domain.generation.stop,
                 json_schema=spec.output_schema,
                 cache_key=episode.key,
-                seed=attempt,
+                seed=self.sampling.seed_for(
+                    episode.episode_id, episode.domain, episode.next_index, attempt
+                ),
             )
             result = await generate_with_progress(self.engine, request, progress)
             text = self.profile.extract_observation(result.text)
