@@ -14,7 +14,6 @@ ends or is evicted, and the counts go with it, so a new episode of the same id c
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import math
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aw_mcp.answers import ToolAnswer
+from aw_mcp.draws import Draws
 from aw_mcp.episode.episode import WorldCondition
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, JsonRpcFault
 from aw_mcp.faults.output import damage
@@ -45,20 +45,6 @@ from aw_mcp.faults.scenario import (
 log = logging.getLogger(__name__)
 
 RuleKey = tuple[str, str]  # (scenario name, rule id)
-
-
-class Draws:
-    """Uniform numbers in [0, 1) that depend only on who asks and why."""
-
-    def __init__(self, *identity: object):
-        self._identity = "\x1f".join(str(part) for part in identity)
-
-    def uniform(self, purpose: str) -> float:
-        digest = hashlib.blake2b(f"{self._identity}\x1f{purpose}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") / 2**64
-
-    def integer(self, purpose: str) -> int:
-        return int(self.uniform(purpose) * 2**53)
 
 
 def draw_latency(effect: LatencyEffect, draws: Draws) -> float:

@@ -10,9 +10,9 @@ send the same prompt do not get the same "random" answer.
 
 from __future__ import annotations
 
-import hashlib
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from aw_mcp.draws import Draws
 
 SEED_BITS = 31  # every engine takes it: llama.cpp's uint32, torch's int64, OpenAI's int
 
@@ -34,6 +34,5 @@ class SamplingSettings(BaseModel):
         return domain_temperature if attempt == 0 else self.retry_temperature
 
     def seed_for(self, episode_id: str, domain: str, call_index: int, attempt: int) -> int:
-        identity = f"{self.sampling_seed}\x1f{episode_id}\x1f{domain}\x1f{call_index}\x1f{attempt}"
-        digest = hashlib.blake2b(identity.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % (1 << SEED_BITS)
+        draws = Draws(self.sampling_seed, episode_id, domain, call_index, attempt)
+        return draws.integer("seed") % (1 << SEED_BITS)
