@@ -7,7 +7,6 @@ The world model is the FakeEngine (plumbing: what reached the prompt, what was f
 from __future__ import annotations
 
 import json
-import socket
 
 import anyio
 import pytest
@@ -16,6 +15,7 @@ from mcp import Client
 
 from aw_mcp.server.episode_identity import END_META_KEY, EPISODE_META_KEY, RESET_META_KEY
 from aw_mcp.server.transports import HTTP_PATH
+from tests.engine_support import free_port
 from tests.fake_engine import FakeEngine
 from tests.helpers import make_server, text_of
 
@@ -103,12 +103,6 @@ async def test_modern_requests_do_not_end_the_shared_episode():
         await client.call_tool("run_command", {"command": "b"})
     [episode] = simulator.episodes.all()
     assert episode.episode_id == "process" and len(episode.records) == 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_deleting_an_http_session_ends_its_episode():
