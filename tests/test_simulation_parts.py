@@ -17,7 +17,7 @@ from aw_mcp.engines.base import EngineError, GenerationRequest
 from aw_mcp.episode.episode import Episode, Turn
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.episode.store import EpisodeStore
-from aw_mcp.faults.layer import FaultDecision, JsonRpcFault
+from aw_mcp.faults.layer import FaultDecision, JsonRpcFault, NoFaults
 from aw_mcp.simulation.context_window import ContextFitter, PromptTooLongError
 from aw_mcp.simulation.fault_step import FaultStep, RpcFaultError
 from aw_mcp.simulation.generation import ObservationGenerator, parse_structured
@@ -46,25 +46,18 @@ def episode_with(*steps: tuple[str, dict, str], **turn_fields) -> Episode:
 # -- faults ---------------------------------------------------------------------------------
 
 
-class _Broken:
+class _Broken(NoFaults):
     def decide(self, call):
         raise KeyError("a rule's bug")
 
-    def episode_ended(self, episode_key):
-        return None
 
-
-class _Fixed:
-    def __init__(self, decision: FaultDecision):
-        self.decision = decision
+class _Seeing(NoFaults):
+    def __init__(self):
         self.calls = []
 
     def decide(self, call):
         self.calls.append(call)
-        return self.decision
-
-    def episode_ended(self, episode_key):
-        return None
+        return super().decide(call)
 
 
 def test_a_failing_fault_layer_means_no_faults(caplog):
@@ -74,7 +67,7 @@ def test_a_failing_fault_layer_means_no_faults(caplog):
 
 
 def test_the_fault_layer_sees_the_episode_run_and_the_next_call_index():
-    layer = _Fixed(FaultDecision())
+    layer = _Seeing()
     store = EpisodeStore()
     episode = store.get("ep", "tiny")
     PendingRecord(store, episode, RUN, {"command": "ls"}).finish(ToolAnswer(text="x"), "model")

@@ -108,7 +108,7 @@ class EpisodeStore:
 
     def end(self, episode_id: str, reason: str) -> list[Episode]:
         """End every domain's episode of ``episode_id``; the next call begins a new one."""
-        ended = [e for (eid, _), e in self._episodes.items() if eid == episode_id]
+        ended = self.find(episode_id)
         for episode in ended:
             self._close(episode, "ended", reason)
         return ended
