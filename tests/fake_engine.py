@@ -37,6 +37,7 @@ class FakeEngine:
         self.delay = delay
         self.fail_with = fail_with
         self.requests: list[GenerationRequest] = []
+        self.forgotten: list[str] = []  # cache keys the simulator told it to forget
 
     @property
     def context_window(self) -> int:
@@ -61,6 +62,9 @@ class FakeEngine:
         return GenerationResult(
             text=text, finish_reason="stop", stats=GenerationStats(completion_tokens=1)
         )
+
+    def forget(self, cache_key: str) -> None:
+        self.forgotten.append(cache_key)
 
     async def aclose(self) -> None:
         return None

@@ -7,18 +7,20 @@ from pathlib import Path
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain import load_domain
 from aw_mcp.engines.base import Engine
-from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.episode.store import EpisodeStore, RecordSink
 from aw_mcp.server.app import build_server
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
 
 TINY_DOMAIN = Path(__file__).parent / "data" / "tiny_domain.yaml"
 
 
-def make_simulator(engine: Engine, domain: str | Path = TINY_DOMAIN, **settings) -> WorldSimulator:
+def make_simulator(
+    engine: Engine, domain: str | Path = TINY_DOMAIN, record_dir: Path | None = None, **settings
+) -> WorldSimulator:
     return WorldSimulator(
         Catalogue([load_domain(str(domain))]),
         engine,
-        episodes=EpisodeStore(),
+        episodes=EpisodeStore(sink=RecordSink(record_dir) if record_dir else None),
         settings=SimulatorSettings(**settings),
     )
 

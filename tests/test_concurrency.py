@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from aw_mcp.config import ServeSettings
 from aw_mcp.engines.scheduler import FairScheduler
+from aw_mcp.episode.store import record_file_name
 from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from tests.conftest import small_embedded_engine
@@ -192,7 +193,7 @@ async def test_cli_http_server_with_two_instances(tmp_path):
             for episode in range(4):
                 tg.start_soon(_run_episode, url, episode, observations)
     for episode in range(4):
-        lines = (records / f"ep-{episode}.jsonl").read_text().splitlines()
+        lines = (records / record_file_name(f"ep-{episode}")).read_text().splitlines()
         calls = [json.loads(line) for line in lines]
         assert [c["arguments"]["command"] for c in calls] == [
             _command(episode, s) for s in range(1, STEPS + 1)

@@ -79,8 +79,8 @@ async def test_mcp_episode_on_every_engine(any_engine, tmp_path):
         for command in COMMANDS:
             result = await client.call_tool("run_command", {"command": command})
             assert not result.is_error, result.content[0].text
+        (episode,) = simulator.episodes.all()  # a legacy connection's episode ends with it
 
-    (episode,) = simulator.episodes.all()
     assert [t.action.arguments["command"] for t in episode.turns] == COMMANDS
     assert [r.source for r in episode.records] == ["model"] * 3
     assert len(engine.requests) == 3

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 
 import pytest
 
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain import WorldSpec, load_domain
+from aw_mcp.episode.store import record_file_name
 from aw_mcp.simulator import WorldSimulator
 from tests.fake_engine import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_simulator
@@ -61,7 +63,7 @@ async def test_long_history_is_trimmed_keeping_instructions_and_facts(caplog):
     engine = counter_engine()
     engine._context_window = 700  # a few turns' worth, with the 24-token answer budget
     sim = make_simulator(engine)
-    caplog.set_level(logging.WARNING, logger="aw_mcp.simulator")
+    caplog.set_level(logging.WARNING, logger="aw_mcp.simulation")
     for i in range(30):
         await call(sim, "run_command", command=f"echo step-{i} " + "x" * 80)
     last = engine.requests[-1]
@@ -127,18 +129,31 @@ async def test_replay_can_be_switched_off():
 
 
 async def test_records_are_written_as_jsonl(tmp_path):
-    import json
-
-    from aw_mcp.episode.store import EpisodeStore, RecordSink
-
     engine = counter_engine()
-    sim = make_simulator(engine)
-    sim.episodes = EpisodeStore(sink=RecordSink(tmp_path))
+    sim = make_simulator(engine, record_dir=tmp_path)
     await call(sim, "run_command", episode="agent/7", command="pwd")
     await call(sim, "run_command", episode="agent/7", command="ls")
-    lines = (tmp_path / "agent_7.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
+    [path] = tmp_path.glob("*.jsonl")
+    assert path.name.startswith("agent_7-")  # readable, and unique to the exact id
+    records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["index"] for r in records] == [1, 2]
     assert records[1]["arguments"] == {"command": "ls"}
     assert records[1]["observation"] == "observation 2"
     assert records[0]["episode"] == "agent/7"
+
+
+async def test_ids_that_read_the_same_never_share_a_record_file(tmp_path):
+    engine = counter_engine()
+    sim = make_simulator(engine, record_dir=tmp_path)
+    ids = ["col/x", "col_x", "col x", "\ud800x", "é" * 300]
+    for episode in ids:
+        await call(sim, "run_command", episode=episode, command=f"echo {episode!r}")
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert len(files) == len(ids)
+    assert all(len(f.name) < 120 for f in files)
+    owners = {}
+    for path in files:
+        [record] = [json.loads(line) for line in path.read_text().splitlines()]
+        owners[record["episode"]] = path.name
+        assert path.name == record_file_name(record["episode"])
+    assert sorted(owners) == sorted(ids)  # every record kept its exact id

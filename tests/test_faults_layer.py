@@ -120,18 +120,15 @@ rules:
     assert [f.rule for f in faults.decide(call(2)).fired] == ["b-429", "slow"]
 
 
-def test_a_restarted_episode_starts_counting_again():
+def test_an_ended_episode_starts_counting_again_and_others_keep_their_counts():
     faults = layer("name: r\nrules:\n  - {id: once, max_fires: 1, effects: [{kind: empty}]}\n")
-    assert fired_rules(faults, [call(1), call(2)]) == [["once"], []]
-    # The episode store forgot the episode; it begins again at call 1.
-    assert fired_rules(faults, [call(1)]) == [["once"]]
-
-
-def test_per_episode_state_is_bounded():
-    faults = layer("name: b\nrules:\n  - {id: r, effects: [{kind: empty}]}\n", max_episodes=3)
-    for n in range(10):
-        faults.decide(call(1, episode=f"ep{n}"))
-    assert len(faults._episodes) == 3
+    calls = [call(1), call(2), call(1, episode="other")]
+    assert fired_rules(faults, calls) == [["once"], [], ["once"]]
+    # Going back to call 1 alone is no restart: only the episode store ends an episode.
+    assert fired_rules(faults, [call(1)]) == [[]]
+    faults.episode_ended(call(1).state_key)
+    assert fired_rules(faults, [call(1), call(2, episode="other")]) == [["once"], []]
+    assert faults.tracked_episodes() == 2
 
 
 def test_probability_is_a_seeded_rate_and_differs_between_seeds():

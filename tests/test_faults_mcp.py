@@ -17,7 +17,7 @@ from mcp import MCPError
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue
-from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault
+from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, NoFaults
 from aw_mcp.simulator import WorldSimulator
 from tests.fake_engine import FakeEngine
 from tests.faults_support import (
@@ -47,7 +47,7 @@ rules:
 async def test_502_on_the_third_search_call_is_recorded_and_seen_by_the_model(caplog):
     engine = FakeEngine(fake_reply)
     simulator = make_simulator(FLAKY_SEARCH, engine=engine)
-    caplog.set_level(logging.INFO, logger="aw_mcp.simulator")
+    caplog.set_level(logging.INFO, logger="aw_mcp.simulation")
     async with client_for(simulator) as client:
         results = []
         for n in range(4):
@@ -311,7 +311,7 @@ rules:
     assert sources == ["model", "model", "replay"]
 
 
-class _BrokenTransformLayer:
+class _BrokenTransformLayer(NoFaults):
     def decide(self, call: CallContext) -> FaultDecision:
         def explode(answer: ToolAnswer) -> ToolAnswer:
             raise RuntimeError("bug in a transform")

@@ -31,8 +31,8 @@ async def test_a_call_is_answered_by_the_real_model_through_mcp(embedded_engine)
     simulator, server = make_server(embedded_engine)
     async with Client(server, mode="legacy") as client:
         result = await client.call_tool("run_command", {"command": "echo hello"})
+        (record,) = simulator.episodes.all()[0].records  # a legacy connection's ends with it
     assert result.is_error is False
-    (record,) = simulator.episodes.all()[0].records
     assert record.source == "model"
     assert record.stats.completion_tokens > 0
     assert text_of(result) == record.observation  # what the model said is what the agent got
@@ -44,7 +44,7 @@ async def test_second_step_evaluates_only_the_tokens_added_since_the_first(embed
     async with Client(server, mode=mode) as client:
         await client.call_tool("run_command", {"command": "pwd"})
         await client.call_tool("run_command", {"command": "ls -la"})
-    first, second = simulator.episodes.all()[0].records
+        first, second = simulator.episodes.all()[0].records
     assert first.stats.reused_prompt_tokens == 0
     assert first.stats.evaluated_prompt_tokens == first.stats.prompt_tokens
     # The whole first prompt is reused; only the observation and new action are evaluated.
@@ -128,9 +128,9 @@ async def test_a_cancelled_mcp_request_stops_its_generation_and_the_server_goes_
         assert generated < 3000
         result = await client.call_tool("read_file", {"path": "/etc/hostname"})
         assert result.is_error is False
-    records = simulator.episodes.all()[0].records
-    assert [r.source for r in records] == ["cancelled", "model"]
-    assert len(simulator.episodes.all()[0].turns) == 1  # the cancelled call left no turn
+        (episode,) = simulator.episodes.all()
+    assert [r.source for r in episode.records] == ["cancelled", "model"]
+    assert len(episode.turns) == 1  # the cancelled call left no turn
 
 
 async def test_a_missing_model_file_is_a_clear_error_for_every_call(tmp_path):

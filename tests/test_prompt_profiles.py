@@ -130,10 +130,10 @@ async def test_agentworld_profile_on_the_embedded_model(tmp_path):
         for command in ("pwd", "ls"):
             result = await client.call_tool("run_command", {"command": command})
             assert not result.is_error
+        (episode,) = simulator.episodes.all()  # a legacy connection's episode ends with it
     last = engine.requests[-1].messages
     assert last[0].content.startswith("# Role and Objective")
     assert last[-1].content.startswith("### Turn 2\n**Action:**\n```json\n")
-    (episode,) = simulator.episodes.all()
     assert last[-2].content == "**Environment Observation:**\n" + episode.turns[0].observation
     # What the agent got is the observation the profile read out of the model's raw answer.
     raw = engine.results[0].text

@@ -45,13 +45,13 @@ async def test_invalid_arguments_are_an_error_result_that_says_what_is_wrong(mod
     simulator, server = make_server(engine)
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("run_command", {"cmd": "ls", "command": 5})
+        (episode,) = simulator.episodes.all()  # a legacy connection's episode ends with it
     assert result.is_error is True
     message = text_of(result)
     assert "Invalid arguments for tool run_command" in message
     assert "'cmd' was unexpected" in message
     assert "command: 5 is not of type 'string'" in message
     assert engine.requests == []  # nothing was simulated
-    (episode,) = simulator.episodes.all()
     assert episode.records[0].source == "invalid-arguments"  # but the call is recorded
     assert episode.turns == []
 
@@ -77,8 +77,8 @@ async def test_engine_failure_is_a_clear_error_result_and_the_server_keeps_servi
         assert "backend died: connection refused" in text_of(result)
         engine.fail_with = None
         again = await client.call_tool("run_command", {"command": "ls"})
+        (episode,) = simulator.episodes.all()
     assert again.is_error is False
-    (episode,) = simulator.episodes.all()
     assert [r.source for r in episode.records] == ["engine-error", "model"]
     assert len(episode.turns) == 1  # the failed call did not change the world
 
@@ -138,16 +138,22 @@ async def test_two_legacy_connections_are_two_episodes_run_concurrently():
     engine = FakeEngine(lambda req: json.dumps(len(req.messages)), delay=0.05)
     simulator, server = make_server(engine)
 
+    episodes = []
+
     async def agent(word: str) -> None:
         async with Client(server, mode="legacy") as client:
             for i in range(3):
                 await client.call_tool("run_command", {"command": f"echo {word}{i}"})
+            episodes.extend(
+                e
+                for e in simulator.episodes.all()
+                if e.turns[0].action.arguments["command"] == f"echo {word}0"
+            )
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent, "left")
         tg.start_soon(agent, "right")
-    episodes = simulator.episodes.all()
-    assert len(episodes) == 2
+    assert len(episodes) == 2 and all(e.state == "ended" for e in episodes)
     for episode in episodes:
         commands = [t.action.arguments["command"] for t in episode.turns]
         word = commands[0][:-1]

@@ -15,6 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from aw_mcp.episode.store import record_file_name
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.helpers import TINY_DOMAIN, text_of
 
@@ -114,9 +115,9 @@ async def test_http_episodes_by_header_and_by_legacy_session(http_server):
         result = await client.call_tool("run_command", {"command": "whoami"})
         assert result.is_error is False
     files = sorted(p.name for p in records.glob("*.jsonl"))
-    assert "agent-1.jsonl" in files and "agent-2.jsonl" in files
+    assert record_file_name("agent-1") in files and record_file_name("agent-2") in files
     assert any(name.startswith("session-") for name in files)
-    agent1 = (records / "agent-1.jsonl").read_text()
+    agent1 = (records / record_file_name("agent-1")).read_text()
     assert "echo agent-1" in agent1 and "echo agent-2" not in agent1
     assert agent1.count("\n") == 2
 

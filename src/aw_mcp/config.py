@@ -223,6 +223,21 @@ class ServeSettings(BaseSettings):
         "(--no-replay-read-only: always ask the model)",
         json_schema_extra=flag(EPISODES),
     )
+    sampling_seed: int = Field(
+        default=0,
+        description="base seed of the world model's sampling; each request's seed is derived "
+        "from it, the episode id, the call index and the attempt, so the same seed replays "
+        "the same episodes and episodes sending the same prompt still sample differently",
+        json_schema_extra=flag(EPISODES),
+    )
+    retry_temperature: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=2.0,
+        description="temperature of the retries of an answer that broke its tool's "
+        "outputSchema (the first attempt uses the domain's temperature)",
+        json_schema_extra=flag(EPISODES),
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="logging to stderr", json_schema_extra=flag(EPISODES)
     )

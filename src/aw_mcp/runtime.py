@@ -14,6 +14,7 @@ from aw_mcp.episode.store import EpisodeStore, RecordSink
 from aw_mcp.faults.layer import FaultLayer, NoFaults
 from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.simulation.sampling import SamplingSettings
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -97,9 +98,7 @@ def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> 
     """The scenarios of ``--faults`` (bundled names or files); raises DataFileError on a bad one."""
     if not settings.faults:
         return NoFaults()
-    layer = ScenarioFaultLayer(
-        [load_scenario(p) for p in settings.faults], max_episodes=settings.max_episodes
-    )
+    layer = ScenarioFaultLayer([load_scenario(p) for p in settings.faults])
     log.info("fault scenarios: %s", ", ".join(s.name for s in layer.scenarios))
     if catalogue is not None:
         served = [(t.domain.name, t.public_name) for t in catalogue]
@@ -133,5 +132,11 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         episodes=EpisodeStore(limit=settings.max_episodes, sink=sink),
         faults=make_faults(settings, catalogue),
         profile=PROFILES[settings.profile](),
-        settings=SimulatorSettings(replay_read_only=settings.replay_read_only),
+        settings=SimulatorSettings(
+            replay_read_only=settings.replay_read_only,
+            sampling=SamplingSettings(
+                sampling_seed=settings.sampling_seed,
+                retry_temperature=settings.retry_temperature,
+            ),
+        ),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from typing import Any, Literal
 
 import anyio
@@ -74,10 +76,27 @@ class CallRecord(BaseModel):
     stats: GenerationStats | None = None
     started_at: float
     seconds: float
+    episode_started_at: float | None = Field(
+        default=None,
+        description="When this run of the episode began. An id that is reset, or forgotten "
+        "and used again, begins a new run whose indices start at 1 again.",
+    )
+
+
+EpisodeState = Literal["created", "active", "ended", "evicted"]
+
+# Tells apart two runs of one (episode id, domain): caches keyed by ``Episode.key`` never
+# mistake a reset episode for the one it replaced, even while that one's last call finishes.
+_runs = itertools.count(1)
 
 
 class Episode:
-    """History and record of one (episode id, domain) pair.
+    """History and record of one run of an (episode id, domain) pair.
+
+    Its lifecycle is owned by ``EpisodeStore``: ``created`` on the first call, ``active`` once
+    a call is recorded, then ``ended`` (by the client) or ``evicted`` (least recently used).
+    Everything other layers keep per episode (fault counters, the engine's KV snapshots) is
+    keyed by ``key`` and dropped when the store says the episode is over.
 
     ``lock`` serializes this episode's calls: the world model must see step n's observation
     before it predicts step n+1, so one agent's parallel calls run in arrival order.
@@ -86,6 +105,9 @@ class Episode:
     def __init__(self, episode_id: str, domain: str):
         self.episode_id = episode_id
         self.domain = domain
+        self.key = f"{episode_id}\x1f{domain}\x1f{next(_runs)}"
+        self.started_at = time.time()
+        self.state: EpisodeState = "created"
         self.turns: list[Turn] = []
         self.records: list[CallRecord] = []
         self.conditions: list[WorldCondition] = []
@@ -93,8 +115,8 @@ class Episode:
         self.lock = anyio.Lock()
 
     @property
-    def cache_key(self) -> str:
-        return f"{self.episode_id}\x1f{self.domain}"
+    def is_live(self) -> bool:
+        return self.state in ("created", "active")
 
     @property
     def next_index(self) -> int:
@@ -125,3 +147,4 @@ class Episode:
 
     def add_record(self, record: CallRecord) -> None:
         self.records.append(record)
+        self.state = "active"

@@ -1,59 +1,117 @@
-"""All live episodes of a server, and where their records are written."""
+"""All live episodes of a server, their one lifecycle, and where their records are written.
+
+``EpisodeStore`` is the single owner of episodes: it creates them, ends them when a client asks
+(reset, end, a closed connection) and evicts the least recently used past ``limit``. Other
+layers keep per-episode state (fault counters, KV snapshots, the engine pool's routing) keyed by
+``Episode.key``; they ``subscribe`` and are told when an episode is over, so nothing outlives
+the episode it belongs to and nothing has to guess that an episode restarted.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 from aw_mcp.episode.episode import CallRecord, Episode
 
 log = logging.getLogger(__name__)
 
+RECORD_NAME_CHARS = 80  # of the id, in a record file's name; file systems allow 255 bytes
+
+EpisodeListener = Callable[[Episode], None]
+"""Called once when an episode ends or is evicted (``episode.state`` says which)."""
+
+
+def record_file_name(episode_id: str) -> str:
+    """``<readable part>-<hash>.jsonl``: the readable part is the id with anything but letters,
+    digits, ``_.-`` replaced and cut short; the hash is of the exact id, so ids that read the
+    same (``col/x``, ``col_x``, ``col x``) never share a file."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", episode_id)[:RECORD_NAME_CHARS] or "episode"
+    digest = hashlib.blake2b(episode_id.encode("utf-8", "surrogatepass"), digest_size=6)
+    return f"{readable}-{digest.hexdigest()}.jsonl"
+
 
 class RecordSink:
-    """Appends each call record as one JSON line to ``DIR/<episode>.jsonl`` (the server's own
-    log of what it simulated; never a file written on the agent's behalf)."""
+    """Appends each call record as one JSON line to ``DIR/<episode>-<hash>.jsonl`` (the server's
+    own log of what it simulated; never a file written on the agent's behalf). Every line
+    carries the exact episode id."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
 
     def path_for(self, episode_id: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", episode_id)[:120] or "episode"
-        return self.directory / f"{safe}.jsonl"
+        return self.directory / record_file_name(episode_id)
 
     def write(self, record: CallRecord) -> None:
         try:
-            with self.path_for(record.episode).open("a", encoding="utf-8") as fh:
+            # A lone surrogate (valid in a JSON string, not in UTF-8) is written as its JSON
+            # escape, so the line stays valid JSON for the exact id or text.
+            path = self.path_for(record.episode)
+            with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
                 fh.write(json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n")
         except OSError as exc:  # a full disk must not fail the agent's call
             log.error("could not write the record of episode %s: %s", record.episode, exc)
 
 
 class EpisodeStore:
-    """Episodes by (episode id, domain). The least recently used are forgotten past ``limit``."""
+    """Episodes by (episode id, domain). The least recently used are evicted past ``limit``
+    (never one with a call in progress)."""
 
     def __init__(self, limit: int = 10_000, sink: RecordSink | None = None):
         self.limit = limit
         self.sink = sink
         self._episodes: OrderedDict[tuple[str, str], Episode] = OrderedDict()
+        self._listeners: list[EpisodeListener] = []
+
+    def subscribe(self, listener: EpisodeListener) -> None:
+        """Have ``listener`` told about every episode that ends or is evicted from now on."""
+        self._listeners.append(listener)
 
     def get(self, episode_id: str, domain: str) -> Episode:
+        """The live episode of (``episode_id``, ``domain``), created if there is none."""
         key = (episode_id, domain)
         episode = self._episodes.get(key)
         if episode is None:
             episode = Episode(episode_id, domain)
             self._episodes[key] = episode
             log.info("new episode %r in domain %s", episode_id, domain)
-            while len(self._episodes) > self.limit:
-                (old_id, old_domain), _ = self._episodes.popitem(last=False)
-                log.info("forgot episode %r (%s): over %d episodes", old_id, old_domain, self.limit)
+            self._evict_over_limit(keep=key)
         else:
             self._episodes.move_to_end(key)
         return episode
+
+    @asynccontextmanager
+    async def open(self, episode_id: str, domain: str) -> AsyncIterator[Episode]:
+        """The live episode, locked for one call.
+
+        A call that waited for the lock of an episode that ended meanwhile (the client reset
+        it) joins the episode that replaced it instead of adding to a finished one."""
+        while True:
+            episode = self.get(episode_id, domain)
+            await episode.lock.acquire()
+            if episode.is_live:
+                break
+            episode.lock.release()
+        try:
+            yield episode
+        finally:
+            episode.lock.release()
+
+    def end(self, episode_id: str, reason: str) -> list[Episode]:
+        """End every domain's episode of ``episode_id``; the next call begins a new one."""
+        ended = self.find(episode_id)
+        for episode in ended:
+            self._close(episode, "ended", reason)
+        return ended
 
     def find(self, episode_id: str) -> list[Episode]:
         return [e for (eid, _), e in self._episodes.items() if eid == episode_id]
@@ -62,6 +120,39 @@ class EpisodeStore:
         return list(self._episodes.values())
 
     def record(self, episode: Episode, record: CallRecord) -> None:
+        if not episode.is_live:
+            # A call that was already running when its episode ended: the episode's record is
+            # closed, and the run that replaced it must not inherit the call.
+            log.warning(
+                "episode %r (%s) %s before call %d finished; that call is not recorded",
+                episode.episode_id,
+                episode.domain,
+                episode.state,
+                record.index,
+            )
+            return
         episode.add_record(record)
         if self.sink is not None:
             self.sink.write(record)
+
+    def _evict_over_limit(self, keep: tuple[str, str]) -> None:
+        excess = len(self._episodes) - self.limit
+        if excess <= 0:
+            return
+        idle = (
+            e
+            for k, e in self._episodes.items()
+            if k != keep and not e.lock.locked()  # a call in progress keeps its episode
+        )
+        for episode in list(itertools.islice(idle, excess)):
+            self._close(episode, "evicted", f"over {self.limit} episodes")
+
+    def _close(self, episode: Episode, state: Literal["ended", "evicted"], reason: str) -> None:
+        del self._episodes[(episode.episode_id, episode.domain)]
+        episode.state = state
+        log.info("episode %r (%s) %s: %s", episode.episode_id, episode.domain, state, reason)
+        for listener in self._listeners:
+            try:
+                listener(episode)
+            except Exception:  # one broken cache must not keep the others from being cleared
+                log.exception("a listener failed on the end of episode %r", episode.episode_id)

@@ -57,10 +57,21 @@ class CallContext:
     arguments: dict[str, Any]
     call_index: int  # 1-based index of this call in its episode
     output_schema: dict[str, Any] | None = None  # the tool's, for faults that damage output
+    episode_key: str | None = None  # ``Episode.key``: this run of the episode
+
+    @property
+    def state_key(self) -> str:
+        """What per-episode fault state is kept under. A call made outside an episode store
+        (a test, a tool) has no run key and is keyed by its episode id and domain."""
+        return self.episode_key or f"{self.episode_id}\x1f{self.domain}"
 
 
 class FaultLayer(Protocol):
     def decide(self, call: CallContext) -> FaultDecision: ...
+
+    def episode_ended(self, episode_key: str) -> None:
+        """Drop what is kept for the episode run ``episode_key`` (it ended or was evicted)."""
+        ...
 
 
 class NoFaults:
@@ -68,3 +79,6 @@ class NoFaults:
 
     def decide(self, call: CallContext) -> FaultDecision:
         return FaultDecision()
+
+    def episode_ended(self, episode_key: str) -> None:
+        return None

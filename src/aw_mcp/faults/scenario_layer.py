@@ -6,25 +6,25 @@ purpose), never a draw from a shared random stream. The same scenario and the sa
 episode therefore give the same faults, however many other episodes run at the same time and
 in whatever order their calls interleave.
 
-State: per episode (episode id + domain, as the simulator keys episodes), how many calls each
-rule has matched and how many times it fired. It is kept for the most recently used
-``max_episodes`` episodes and starts afresh when an episode restarts (its call index goes back).
+State: per episode run (``CallContext.state_key``), how many calls each rule has matched and
+how many times it fired. The episode store owns episodes: it calls ``episode_ended`` when one
+ends or is evicted, and the counts go with it, so a new episode of the same id counts from 1.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import math
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aw_mcp.answers import ToolAnswer
+from aw_mcp.draws import Draws
 from aw_mcp.episode.episode import WorldCondition
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, JsonRpcFault
 from aw_mcp.faults.output import damage
@@ -45,20 +45,6 @@ from aw_mcp.faults.scenario import (
 log = logging.getLogger(__name__)
 
 RuleKey = tuple[str, str]  # (scenario name, rule id)
-
-
-class Draws:
-    """Uniform numbers in [0, 1) that depend only on who asks and why."""
-
-    def __init__(self, *identity: object):
-        self._identity = "\x1f".join(str(part) for part in identity)
-
-    def uniform(self, purpose: str) -> float:
-        digest = hashlib.blake2b(f"{self._identity}\x1f{purpose}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") / 2**64
-
-    def integer(self, purpose: str) -> int:
-        return int(self.uniform(purpose) * 2**53)
 
 
 def draw_latency(effect: LatencyEffect, draws: Draws) -> float:
@@ -95,22 +81,20 @@ def matches(match: Match, call: CallContext) -> bool:
 
 @dataclass
 class _EpisodeCounts:
-    last_index: int = 0
     matched: Counter[RuleKey] = field(default_factory=Counter)
     fired: Counter[RuleKey] = field(default_factory=Counter)
 
 
 class ScenarioFaultLayer:
-    def __init__(self, scenarios: Sequence[Scenario], max_episodes: int = 10_000):
+    def __init__(self, scenarios: Sequence[Scenario]):
         names = [s.name for s in scenarios]
         if duplicated := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"fault scenario names must differ; loaded twice: {duplicated}")
         self.scenarios = list(scenarios)
-        self.max_episodes = max_episodes
-        self._episodes: OrderedDict[tuple[str, str], _EpisodeCounts] = OrderedDict()
+        self._episodes: dict[str, _EpisodeCounts] = {}
 
     def decide(self, call: CallContext) -> FaultDecision:
-        counts = self._counts_for(call)
+        counts = self._episodes.setdefault(call.state_key, _EpisodeCounts())
         decision = FaultDecision()
         output_decided = False  # only one rule per call may replace or damage the answer
         for scenario in self.scenarios:
@@ -151,18 +135,12 @@ class ScenarioFaultLayer:
             if not any(rule.match.covers_tool(domain, tool) for domain, tool in tools)
         ]
 
-    def _counts_for(self, call: CallContext) -> _EpisodeCounts:
-        key = (call.episode_id, call.domain)
-        counts = self._episodes.get(key)
-        if counts is None or call.call_index <= counts.last_index:
-            # New, or restarted (the episode store forgot it and it began again at call 1).
-            counts = _EpisodeCounts()
-            self._episodes[key] = counts
-            while len(self._episodes) > self.max_episodes:
-                self._episodes.popitem(last=False)
-        self._episodes.move_to_end(key)
-        counts.last_index = call.call_index
-        return counts
+    def episode_ended(self, episode_key: str) -> None:
+        self._episodes.pop(episode_key, None)
+
+    def tracked_episodes(self) -> int:
+        """How many episode runs have counts kept (bounded by the episode store)."""
+        return len(self._episodes)
 
     def _fire(
         self,

@@ -21,7 +21,7 @@ from aw_mcp import __version__
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.server.arguments import argument_errors
-from aw_mcp.server.episode_identity import episode_id_for
+from aw_mcp.server.episode_identity import end_on_close, episode_request
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,19 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
             )
-        episode_id = episode_id_for(ctx)
+        request = episode_request(ctx)
+        end_on_close(request, lambda eid: simulator.end_episode(eid, "its connection closed"))
+        if request.reset:
+            simulator.end_episode(request.episode_id, "reset by the client")
+        try:
+            return await simulate(ctx, served, params, request.episode_id)
+        finally:
+            if request.end:
+                simulator.end_episode(request.episode_id, "ended by the client")
+
+    async def simulate(
+        ctx: Any, served: ServedTool, params: types.CallToolRequestParams, episode_id: str
+    ) -> types.CallToolResult:
         arguments = params.arguments if params.arguments is not None else {}
         problems = argument_errors(served.spec.input_schema, arguments)
         if problems:

@@ -1,0 +1,84 @@
+"""Fit an episode's prompt into the model's context window.
+
+When the history overflows, the oldest turns are summarized in the system message instead of
+shown in full. Trimming goes well under the budget (``TRIM_TARGET``) so the next steps keep a
+stable prompt prefix, and with it their KV cache, instead of trimming again at every step.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.models import ToolCall
+from aw_mcp.engines.base import ChatMessage, Engine, EngineError
+from aw_mcp.episode.episode import Episode
+from aw_mcp.episode.prompt import PromptProfile, build_messages
+
+log = logging.getLogger(__name__)
+
+TRIM_TARGET = 0.7
+
+
+class PromptTooLongError(EngineError):
+    pass
+
+
+class ContextFitter:
+    def __init__(self, engine: Engine, profile: PromptProfile):
+        self.engine = engine
+        self.profile = profile
+
+    async def fit(
+        self, episode: Episode, served: ServedTool, action: ToolCall, max_tokens: int
+    ) -> list[ChatMessage]:
+        """Messages that leave ``max_tokens`` for the answer, trimming the oldest turns if they
+        must go (``episode.omitted_turns`` remembers how many)."""
+        budget = self.engine.context_window - max_tokens
+        conditions = episode.active_conditions()
+
+        def build(omitted: int, summarize: bool = True) -> list[ChatMessage]:
+            return build_messages(
+                self.profile,
+                served.domain,
+                served.domain.tools,
+                served.world,
+                episode.turns,
+                omitted,
+                action,
+                episode.next_index,
+                conditions,
+                summarize_omitted=summarize,
+            )
+
+        omitted = episode.omitted_turns
+        messages = build(omitted)
+        used = await self.engine.count_tokens(messages)
+        if used <= budget:
+            return messages
+        before = omitted
+        target = int(budget * TRIM_TARGET)
+        while used > target and omitted < len(episode.turns):
+            omitted += max(1, (len(episode.turns) - omitted) // 4)
+            omitted = min(omitted, len(episode.turns))
+            messages = build(omitted)
+            used = await self.engine.count_tokens(messages)
+        if used > budget:  # even the summary of dropped turns does not fit: leave it out
+            messages = build(omitted, summarize=False)
+            used = await self.engine.count_tokens(messages)
+        episode.omitted_turns = omitted
+        log.warning(
+            "episode %r: history over the context window; %d oldest turns now "
+            "summarized (was %d), prompt %d tokens of %d",
+            episode.episode_id,
+            omitted,
+            before,
+            used,
+            budget,
+        )
+        if used > budget:
+            raise PromptTooLongError(
+                f"the prompt needs {used} tokens but the model's context window leaves "
+                f"{budget} (shorten the arguments or use a model with a larger context)"
+            )
+        return messages

@@ -1,0 +1,101 @@
+"""Ask the engine for an observation; for a tool with an outputSchema, make sure it fits.
+
+The engines constrain decoding to the schema where they can, but a small model can still run
+out of tokens or an OpenAI-compatible server can ignore the constraint. An answer that breaks
+the schema is retried (``retries`` times) with a fresh sample, then reported as an engine
+error: the SDK client would reject structured content that breaks the tool's outputSchema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from aw_mcp.answers import ToolAnswer
+from aw_mcp.catalogue import ServedTool
+from aw_mcp.engines.base import (
+    ChatMessage,
+    Engine,
+    EngineError,
+    GenerationRequest,
+    GenerationStats,
+)
+from aw_mcp.episode.episode import Episode
+from aw_mcp.episode.prompt import PromptProfile
+from aw_mcp.json_schemas import schema_errors
+from aw_mcp.simulation.progress import ProgressCallback, generate_with_progress
+from aw_mcp.simulation.sampling import SamplingSettings
+
+log = logging.getLogger(__name__)
+
+
+class ObservationGenerator:
+    def __init__(
+        self,
+        engine: Engine,
+        profile: PromptProfile,
+        retries: int = 2,
+        sampling: SamplingSettings | None = None,
+    ):
+        self.engine = engine
+        self.profile = profile
+        self.retries = retries
+        self.sampling = sampling or SamplingSettings()
+
+    async def generate(
+        self,
+        episode: Episode,
+        served: ServedTool,
+        messages: list[ChatMessage],
+        max_tokens: int,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[ToolAnswer, GenerationStats]:
+        domain, spec = served.domain, served.spec
+        attempts = 1 + (self.retries if spec.output_schema else 0)
+        last_problem = ""
+        for attempt in range(attempts):
+            request = GenerationRequest(
+                messages=messages,
+                max_tokens=max_tokens,
+                temperature=self.sampling.temperature_for(domain.generation.temperature, attempt),
+                stop=domain.generation.stop,
+                json_schema=spec.output_schema,
+                cache_key=episode.key,
+                seed=self.sampling.seed_for(
+                    episode.episode_id, episode.domain, episode.next_index, attempt
+                ),
+            )
+            result = await generate_with_progress(self.engine, request, progress)
+            text = self.profile.extract_observation(result.text)
+            if spec.output_schema is None:
+                return ToolAnswer(text=text), result.stats
+            structured, last_problem = parse_structured(text, spec.output_schema)
+            if structured is not None:
+                text = json.dumps(structured, ensure_ascii=False)
+                return ToolAnswer(text=text, structured=structured), result.stats
+            log.warning(
+                "output of %s broke its outputSchema (attempt %d/%d): %s",
+                served.public_name,
+                attempt + 1,
+                attempts,
+                last_problem,
+            )
+        raise EngineError(
+            f"the model's answer did not match the tool's outputSchema after {attempts} "
+            f"attempts ({last_problem})"
+        )
+
+
+def parse_structured(text: str, schema: dict[str, Any]) -> tuple[Any | None, str]:
+    """Parse and validate model output against an outputSchema: (value, "") or (None, why)."""
+    start = text.find("{")
+    candidate = text[start:] if start >= 0 else text
+    try:
+        value, _ = json.JSONDecoder().raw_decode(candidate)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg} at char {exc.pos}"
+    problems = schema_errors(schema, value)
+    if problems:
+        return None, problems[0]
+    return value, ""

@@ -1,0 +1,38 @@
+"""How each request to the world model samples: its temperature and a reproducible seed.
+
+The first attempt at an answer uses the domain's temperature (0, greedy, for the bundled
+domains). A retry of an answer that broke the tool's outputSchema samples at
+``retry_temperature`` so it does not repeat the same output. Every request's seed is a hash of
+(``sampling_seed``, episode id, domain, call index, attempt): the same settings and the same
+episode give the same seeds on every run, however episodes interleave, and two episodes that
+send the same prompt do not get the same "random" answer.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aw_mcp.draws import Draws
+
+SEED_BITS = 31  # every engine takes it: llama.cpp's uint32, torch's int64, OpenAI's int
+
+
+class SamplingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sampling_seed: int = Field(
+        default=0, description="Base seed of every request's seed (see seed_for)."
+    )
+    retry_temperature: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=2.0,
+        description="Temperature of retries of an answer that broke the tool's outputSchema.",
+    )
+
+    def temperature_for(self, domain_temperature: float, attempt: int) -> float:
+        return domain_temperature if attempt == 0 else self.retry_temperature
+
+    def seed_for(self, episode_id: str, domain: str, call_index: int, attempt: int) -> int:
+        draws = Draws(self.sampling_seed, episode_id, domain, call_index, attempt)
+        return draws.integer("seed") % (1 << SEED_BITS)
