@@ -19,13 +19,8 @@ from aw_mcp.yaml_files import DataFileError
 log = logging.getLogger("aw_mcp")
 
 
-def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help="serve simulated tools over MCP (stdio by default)",
-        description="Serve simulated tools to MCP clients. Flags override AW_MCP_* variables.",
-        argument_default=argparse.SUPPRESS,  # unset flags leave env/defaults in charge
-    )
+def add_world_arguments(p: argparse.ArgumentParser) -> None:
+    """What to simulate: domains, captured tools, world facts, faults, prompt profile."""
     p.add_argument(
         "--simulator",
         action="append",
@@ -61,9 +56,10 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=["default", "agentworld"],
         help="prompt format: default, or the format Qwen-AgentWorld was trained on",
     )
-    p.add_argument("--transport", choices=["stdio", "http"])
-    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="HTTP port (default 8765)")
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """Which world model answers, and how it is run (serve, eval)."""
     p.add_argument(
         "--engine",
         choices=["llama-cpp", "transformers", "openai"],
@@ -167,6 +163,27 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=["json_schema", "json_object", "off"],
         help="how outputSchema constraints are sent (default json_schema)",
     )
+
+
+def serve_settings(args: argparse.Namespace) -> ServeSettings:
+    """ServeSettings from parsed flags (parsers built with argument_default=SUPPRESS, so
+    flags not given leave AW_MCP_* variables and defaults in charge)."""
+    given = vars(args)
+    return ServeSettings(**{k: v for k, v in given.items() if k in ServeSettings.model_fields})
+
+
+def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve simulated tools over MCP (stdio by default)",
+        description="Serve simulated tools to MCP clients. Flags override AW_MCP_* variables.",
+        argument_default=argparse.SUPPRESS,  # unset flags leave env/defaults in charge
+    )
+    add_world_arguments(p)
+    p.add_argument("--transport", choices=["stdio", "http"])
+    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    add_engine_arguments(p)
     p.add_argument(
         "--record-dir",
         dest="record_dir",
@@ -185,9 +202,8 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    overrides = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
-    settings = ServeSettings(**overrides)
-    _configure_logging(settings.log_level)
+    settings = serve_settings(args)
+    configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server
     from aw_mcp.server.transports import serve_http, serve_stdio
@@ -328,7 +344,7 @@ def _print_faults_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configure_logging(level: str) -> None:
+def configure_logging(level: str) -> None:
     # stderr only: on stdio, stdout is the MCP wire.
     logging.basicConfig(
         stream=sys.stderr,
