@@ -117,7 +117,7 @@ class ClosedLoop:
                 "gen": gen,
                 "reference": record.observation,
                 "domain": episode.domain,
-                "family": family_of(episode.domain, record.tool, record.arguments),
+                "family": family_of(record.tool, record.arguments),
                 "mode": "closed-loop",
                 "source": source,
             }

@@ -6,8 +6,8 @@ All are deterministic and need no model:
 - similarity: ``difflib.SequenceMatcher(None, prediction, reference).ratio()`` (difflib's
   defaults) on whitespace-normalized text (runs of whitespace become one space); two empty
   texts are 1.0;
-- exit code (terminal): the code in a last line ``[exit code: N]``; agreement is counted only
-  where the reference has one;
+- exit code (terminal tools): the code in a last line ``[exit code: N]``; agreement is counted
+  only where the reference has one;
 - JSON (references that are a JSON object or array): the prediction parses as JSON, and has
   the reference's shape at the top level (same type; for objects the same set of keys).
 """
@@ -83,9 +83,9 @@ class SampleMetrics:
     json_shape: bool | None = None
 
 
-def measure(prediction: str, reference: str, terminal: bool) -> SampleMetrics:
+def measure(prediction: str, reference: str) -> SampleMetrics:
     exit_agrees = None
-    if terminal and (reference_code := exit_code(reference)) is not None:
+    if (reference_code := exit_code(reference)) is not None:
         exit_agrees = exit_code(prediction) == reference_code
     json_valid = json_shape = None
     if reference_is_json(reference):

@@ -108,16 +108,16 @@ class BenchSample(BaseModel):
         return extract_observation(gen) if isinstance(gen, str) else ""
 
     def family(self) -> str:
-        """Terminal: the program the command runs; other domains: the tool name."""
         if isinstance(given := self.extra.get("family"), str):
             return given
-        tool, arguments = parse_action(self.action_message())
-        return family_of(self.domain, tool, arguments)
+        return family_of(*parse_action(self.action_message()))
 
 
-def family_of(domain: str, tool: str | None, arguments: dict[str, Any]) -> str:
+def family_of(tool: str | None, arguments: dict[str, Any]) -> str:
+    """The program a command runs for tools that take a ``command`` line (the terminal's
+    run_command, start_process, AgentWorldBench keystrokes); otherwise the tool name."""
     command = arguments.get("command")
-    if domain == "terminal" and isinstance(command, str):
+    if isinstance(command, str):
         return command_family(command)
     return tool or UNKNOWN_FAMILY
 

@@ -114,13 +114,12 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
     domains: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
     for sample in samples:
         reference = sample.reference()
-        terminal = sample.domain == "terminal"
         groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
         for group in groups:
             group.n += 1
             group.errors += bool(sample.extra.get("error"))
         for system, output in system_outputs(sample).items():
-            metrics = measure(output, reference, terminal)
+            metrics = measure(output, reference)
             judged = verdicts.get(system, {})
             for group in groups:
                 tally = group.systems[system]
