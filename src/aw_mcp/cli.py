@@ -197,6 +197,20 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_false",
         help="always ask the model, even for a repeated read-only call",
     )
+    p.add_argument(
+        "--replay",
+        type=Path,
+        metavar="DIR",
+        help="answer from the recorded episodes in DIR (--record-dir output, real "
+        "trajectories) while an episode's calls follow one of them",
+    )
+    p.add_argument(
+        "--replay-miss",
+        dest="replay_miss",
+        choices=["model", "error"],
+        help="with --replay, a call no recording matches: the model answers it and the rest "
+        "of the episode (model, default) or it gets an error naming the mismatch (error)",
+    )
     p.add_argument("--log-level", dest="log_level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(handler=_serve)
 

@@ -62,4 +62,14 @@ class ServeSettings(BaseSettings):
     record_dir: Path | None = None
     max_episodes: int = Field(default=10_000, ge=1)
     replay_read_only: bool = True
+    replay: Path | None = Field(
+        default=None,
+        description="A record directory (--record-dir output, real trajectories): calls that "
+        "follow a recorded episode's calls get its recorded observations.",
+    )
+    replay_miss: Literal["model", "error"] = Field(
+        default="model",
+        description="With --replay, a call no recording matches: 'model' lets the world model "
+        "answer it and the rest of the episode; 'error' returns an isError naming the mismatch.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

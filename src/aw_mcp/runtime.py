@@ -15,6 +15,7 @@ from aw_mcp.faults.layer import FaultLayer, NoFaults
 from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+from aw_mcp.trajectories.replay import Recordings
 
 log = logging.getLogger(__name__)
 
@@ -134,4 +135,7 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         faults=make_faults(settings, catalogue),
         profile=PROFILES[settings.profile](),
         settings=SimulatorSettings(replay_read_only=settings.replay_read_only),
+        recordings=Recordings.load(settings.replay, settings.replay_miss)
+        if settings.replay
+        else None,
     )

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -31,6 +31,9 @@ from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import CallContext, FaultDecision, FaultLayer, JsonRpcFault, NoFaults
 from aw_mcp.json_schemas import schema_errors
+
+if TYPE_CHECKING:
+    from aw_mcp.trajectories.replay import Recordings
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class WorldSimulator:
         faults: FaultLayer | None = None,
         profile: PromptProfile | None = None,
         settings: SimulatorSettings | None = None,
+        recordings: Recordings | None = None,
     ):
         self.catalogue = catalogue
         self.engine = engine
@@ -77,6 +81,7 @@ class WorldSimulator:
         self.faults = faults or NoFaults()
         self.profile = profile or PromptProfile()
         self.settings = settings or SimulatorSettings()
+        self.recordings = recordings  # serve --replay: answer from recorded episodes
 
     async def call(
         self,
@@ -137,6 +142,10 @@ class WorldSimulator:
                 await anyio.sleep_forever()
             if decision.answer is not None:
                 answer, source = decision.answer, "fault"
+            elif self.recordings and (
+                found := self.recordings.lookup(episode.records, served, arguments)
+            ):
+                answer, source = found
             elif (replayed := self._replay(episode, served, arguments)) is not None:
                 answer, source = replayed, "replay"
             else:

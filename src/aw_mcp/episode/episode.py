@@ -43,8 +43,16 @@ class Turn(BaseModel):
 
 
 # "real": recorded from a real server or shell (aw-mcp record, the trajectory generator).
+# "replay-miss": `serve --replay` with replay_miss=error refused a call no recording matches.
 ObservationSource = Literal[
-    "model", "fault", "replay", "real", "invalid-arguments", "engine-error", "cancelled"
+    "model",
+    "fault",
+    "replay",
+    "real",
+    "invalid-arguments",
+    "engine-error",
+    "cancelled",
+    "replay-miss",
 ]
 
 
