@@ -210,3 +210,13 @@ def test_judged_score_through_a_fake_openai_compatible_server(tmp_path, capsys):
     rows = [json.loads(line) for line in judged.read_text().splitlines()]
     assert [r["failed"] for r in rows] == [0.0, 0.0, 1.0]
     assert rows[0]["total_score"] == 5 and rows[1]["format"] == 2
+
+
+def test_missing_inputs_are_one_line_errors(tmp_path, capsys):
+    missing = str(tmp_path / "nothing")
+    assert main(["eval", "score", "--predictions", missing]) == 2
+    assert main(["eval", "infer", "--data-dir", missing, "--output-dir", missing]) == 2
+    assert main(["eval", "closed-loop", "--records", missing, "--output-dir", missing]) == 2
+    err = capsys.readouterr().err
+    assert f"aw-mcp eval: no predictions file at {missing}" in err
+    assert f"no data directory at {missing}" in err and f"no record directory at {missing}" in err

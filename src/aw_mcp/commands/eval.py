@@ -10,11 +10,29 @@ Both prediction modes write ``OUT/predictions.jsonl``, resume from it, and ``sco
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+
+
+def _missing_files_are_errors(
+    handler: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """A missing input folder or file is a one-line error (exit 2), not a traceback."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except FileNotFoundError as exc:
+            print(f"aw-mcp eval: {exc}", file=sys.stderr)
+            return 2
+
+    return run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,6 +97,7 @@ def _add_score_parser(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_score)
 
 
+@_missing_files_are_errors
 def _score(args: argparse.Namespace) -> int:
     from aw_mcp.evaluation.predictions import load_predictions
     from aw_mcp.evaluation.scoring import render, score
@@ -157,6 +176,7 @@ def _add_infer_parser(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_infer)
 
 
+@_missing_files_are_errors
 def _infer(args: argparse.Namespace) -> int:
     from aw_mcp.cli import configure_logging, serve_settings
     from aw_mcp.evaluation.infer import InferOptions, infer
@@ -208,6 +228,7 @@ def _add_closed_loop_parser(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_closed_loop)
 
 
+@_missing_files_are_errors
 def _closed_loop(args: argparse.Namespace) -> int:
     from aw_mcp.cli import configure_logging, serve_settings
     from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions
