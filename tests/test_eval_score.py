@@ -112,7 +112,10 @@ def test_score_terminal_by_family_with_both_baselines(tmp_path, capsys):
     assert model["similarity"] == pytest.approx((1 + 0.95 + 0) / 3)
     assert model["exact"] == pytest.approx(1 / 3)
     assert model["exit_code"] == pytest.approx(2 / 3) and model["exit_code_n"] == 3
-    assert empty["similarity"] == 0 and empty["exact"] == 0 and empty["exit_code"] == 0
+    # empty = "[exit code: 0]" (14 characters) beside references with an exit-code line:
+    # 2 * 14 / 34 twice; "x [exit code: 1]" shares "[exit code: " and "]", 2 * 13 / 30.
+    assert empty["similarity"] == pytest.approx((28 / 34 + 28 / 34 + 26 / 30) / 3)
+    assert empty["exact"] == 0 and empty["exit_code"] == pytest.approx(2 / 3)
     # previous: "" at turn 1; "hello [exit code: 0]" vs "a.txt [exit code: 0]" = 30/40;
     # "a.txt [exit code: 0]" vs "x [exit code: 1]" = 2 * (13 + 1 + 1) / 36.
     assert previous["similarity"] == pytest.approx((0 + 0.75 + 30 / 36) / 3)
@@ -145,7 +148,7 @@ def test_table_names_the_metrics_and_shows_model_and_baselines(tmp_path, capsys)
     assert "difflib SequenceMatcher ratio" in table and "whitespace-normalized" in table
     assert "### terminal (3 samples, 0 errors)" in table
     row = next(line for line in table.splitlines() if line.startswith("| ls |"))
-    assert "0.950 / 0.000 / 0.750" in row
+    assert "0.950 / 0.824 / 0.750" in row
 
 
 def test_later_rows_of_a_sample_replace_earlier_ones(tmp_path, capsys):

@@ -1,7 +1,9 @@
 """Score predictions: per domain and per command family, the model beside two baselines.
 
 Baselines, computed on the same samples:
-- ``empty``: answer every call with nothing;
+- ``empty``: answer every call with nothing; where the real observation ends with an exit-code
+  line (terminal commands), with ``[exit code: 0]``: a command that printed nothing and
+  succeeded, so the baseline is not beaten by the exit-code line alone;
 - ``previous``: repeat the previous real observation of the same episode (empty at turn 1).
 A world model worth running beats both. Metrics are those of ``metrics.py``; the optional
 judge adds its five dimensions (``judge.py``).
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aw_mcp.evaluation.judge import DIMENSIONS, Verdict, normalized
-from aw_mcp.evaluation.metrics import SampleMetrics, measure
+from aw_mcp.evaluation.metrics import SampleMetrics, exit_code, measure
 from aw_mcp.evaluation.samples import BenchSample
 
 SYSTEMS = ("model", "empty", "previous")
@@ -25,13 +27,18 @@ METRICS_NOTE = (
     "SequenceMatcher ratio (defaults) on whitespace-normalized text; exit code: agreement of "
     "the last line '[exit code: N]' where the reference has one; JSON: the prediction parses "
     "(valid) and has the reference's top-level shape (shape), where the reference is JSON. "
-    "Baselines: empty = answer nothing; previous = the previous real observation of the "
-    "same episode (empty at turn 1)."
+    "Baselines: empty = answer nothing ('[exit code: 0]' where the reference has an exit-code "
+    "line); previous = the previous real observation of the same episode (empty at turn 1)."
 )
 
 
+EMPTY_COMMAND_OUTPUT = "[exit code: 0]"
+
+
 def system_outputs(sample: BenchSample) -> dict[str, str]:
-    return {"model": sample.prediction(), "empty": "", "previous": sample.previous_reference()}
+    """What the model and each baseline answered for this sample."""
+    empty = EMPTY_COMMAND_OUTPUT if exit_code(sample.reference()) is not None else ""
+    return {"model": sample.prediction(), "empty": empty, "previous": sample.previous_reference()}
 
 
 @dataclass
