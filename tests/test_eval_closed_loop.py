@@ -79,7 +79,8 @@ async def test_each_episode_runs_under_its_own_id_and_sees_its_own_answers(tmp_p
 
 
 async def test_resume_reruns_only_episodes_with_failed_calls(tmp_path):
-    records = load_record_dir(_records(tmp_path))
+    # Recorded in a domain named "terminal", served by the tiny domain's run_command.
+    records = load_record_dir(_records(tmp_path, domain="terminal"))
     out = tmp_path / "out"
 
     def failing_beta(request):
@@ -99,6 +100,7 @@ async def test_resume_reruns_only_episodes_with_failed_calls(tmp_path):
     assert len(again.requests) == 2  # beta's two calls; alpha was done
     rows = _rows(out)
     assert len(rows) == 5 and not any("error" in r for r in rows)
+    assert {r["task"] for r in rows} == {"terminal"}
     assert [r["gen"] for r in rows if r["id"].startswith("beta")] == ["fine", "fine"]
 
 

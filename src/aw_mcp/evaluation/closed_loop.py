@@ -139,7 +139,9 @@ class ClosedLoop:
                 texts.append("")
         # The server records every call, however it ended, one record per call in order:
         # how each was answered (model, replay, fault, engine-error, invalid-arguments).
-        live = self.simulator.episodes.get(episode_id, episode.domain).records
+        # The serving domain may be named otherwise than the recorded one (--simulator FILE).
+        served_domain = self.simulator.catalogue.get(replayed_calls(episode)[0].tool).domain.name
+        live = self.simulator.episodes.get(episode_id, served_domain).records
         outputs = []
         for text, record in zip(texts, live, strict=True):
             failed = record.source in FAILED_SOURCES
