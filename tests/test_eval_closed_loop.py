@@ -5,6 +5,7 @@ real embedded model through the command line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,25 @@ def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["domains"]["tiny"]["all"]["n"] == 2
+
+
+async def test_replaying_real_bash_episodes_scores_a_perfect_model(tmp_path, capsys):
+    """Closed loop through `serve --replay` (no model) on real bash records: every
+    observation comes back as recorded, and score says so beside the baselines."""
+    from aw_mcp.config import ServeSettings
+    from aw_mcp.runtime import build_simulator
+
+    real = Path(__file__).parent / "data" / "real_terminal"
+    never = FakeEngine(fail_with="the model must not be called")
+    simulator = build_simulator(ServeSettings(replay=real, replay_miss="error"), engine=never)
+    out = tmp_path / "out"
+    await ClosedLoop(simulator, ClosedLoopOptions(quiet=True)).run(load_record_dir(real), out)
+    assert never.requests == []
+    rows = _rows(out)
+    assert len(rows) == 17 and {r["source"] for r in rows} == {"replay"}
+    assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl"), "--json"]) == 0
+    terminal = json.loads(capsys.readouterr().out)["domains"]["terminal"]
+    assert terminal["all"]["model"]["exact"] == 1.0
+    assert terminal["all"]["model"]["exit_code"] == 1.0
+    assert terminal["all"]["empty"]["exact"] < 1.0 and terminal["all"]["previous"]["exact"] < 1.0
+    assert {"tr", "git"} <= set(terminal["families"])
