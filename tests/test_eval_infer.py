@@ -64,6 +64,10 @@ async def test_each_turn_sees_its_real_history_and_rows_keep_every_input_field(t
     assert "notes.txt\n[exit code: 0]" in third[4].content  # the real turn-2 observation
     assert third[5].content == inputs[2]["current_prompt"]
     assert rows[2]["reference"] == "hi\n[exit code: 0]" and rows[2]["family"] == "cat"
+    # One KV state per episode for local engines: every turn of the episode shares the key.
+    (key,) = {r.cache_key for r in engine.requests}
+    other = load_bench_dir(data)[0].model_copy(update={"prompt": ["another episode"]})
+    assert key is not None and other.episode_key != key
 
 
 async def test_resume_skips_done_samples_and_retries_failed_ones(tmp_path):

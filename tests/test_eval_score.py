@@ -149,6 +149,7 @@ def test_table_names_the_metrics_and_shows_model_and_baselines(tmp_path, capsys)
     assert "### terminal (3 samples, 0 errors)" in table
     row = next(line for line in table.splitlines() if line.startswith("| ls |"))
     assert "0.950 / 0.824 / 0.750" in row
+    assert "### all domains (5 samples, 0 errors)" in table
 
 
 def test_later_rows_of_a_sample_replace_earlier_ones(tmp_path, capsys):

@@ -43,7 +43,10 @@ async def predict(engine: Engine, sample: BenchSample, options: InferOptions) ->
             )
         result = await engine.generate(
             GenerationRequest(
-                messages=messages, max_tokens=options.max_tokens, temperature=options.temperature
+                messages=messages,
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+                cache_key=sample.episode_key,
             )
         )
         row.update(gen=result.text)

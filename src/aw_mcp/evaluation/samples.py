@@ -11,6 +11,7 @@ add ``reference`` (the real observation, already clean), ``domain`` and ``family
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -61,6 +62,13 @@ class BenchSample(BaseModel):
     @property
     def key(self) -> str:
         return sample_key(self.task, self.id)
+
+    @property
+    def episode_key(self) -> str:
+        """The same for every turn of one episode (they share the action list): local engines
+        keep one KV state per key, so an episode's turns reuse its prompt prefix."""
+        digest = hashlib.sha1(json.dumps(self.prompt).encode(), usedforsecurity=False)
+        return f"{self.task}/{digest.hexdigest()[:16]}"
 
     @property
     def domain(self) -> str:

@@ -174,7 +174,10 @@ def _cell(value: float | None, kind: str) -> str:
 def render(report: dict[str, Any]) -> str:
     """Markdown tables, one per domain: a row per family, model / empty / previous per metric."""
     lines = [report["note"], ""]
-    for domain, body in report["domains"].items():
+    sections = list(report["domains"].items())
+    if len(sections) > 1:
+        sections.append(("all domains", {"all": report["overall"], "families": {}}))
+    for domain, body in sections:
         rows = [(ALL, body["all"]), *body["families"].items()]
         columns = [c for c in _COLUMNS if any(r["model"][c[1]] is not None for _, r in rows)]
         judged = any("judge" in r["model"] for _, r in rows)
