@@ -33,7 +33,7 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     settings = settings_from_namespace(ServeSettings, args)
-    _configure_logging(settings.log_level)
+    configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server
     from aw_mcp.server.transports import serve_http, serve_stdio
@@ -160,7 +160,7 @@ def _print_faults_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configure_logging(level: str) -> None:
+def configure_logging(level: str) -> None:
     # stderr only: on stdio, stdout is the MCP wire.
     logging.basicConfig(
         stream=sys.stderr,

@@ -238,6 +238,18 @@ class ServeSettings(BaseSettings):
         "outputSchema (the first attempt uses the domain's temperature)",
         json_schema_extra=flag(EPISODES),
     )
+    replay: Path | None = Field(
+        default=None,
+        description="a record directory (--record-dir output, real trajectories): calls that "
+        "follow a recorded episode's calls get its recorded observations",
+        json_schema_extra=flag(EPISODES, "DIR"),
+    )
+    replay_miss: Literal["model", "error"] = Field(
+        default="model",
+        description="with --replay, a call no recording matches: 'model' lets the world model "
+        "answer it and the rest of the episode; 'error' returns an isError naming the mismatch",
+        json_schema_extra=flag(EPISODES),
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="logging to stderr", json_schema_extra=flag(EPISODES)
     )

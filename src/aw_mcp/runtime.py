@@ -16,6 +16,7 @@ from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.simulation.sampling import SamplingSettings
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+from aw_mcp.trajectories.replay import Recordings
 
 log = logging.getLogger(__name__)
 
@@ -139,4 +140,7 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
                 retry_temperature=settings.retry_temperature,
             ),
         ),
+        recordings=Recordings.load(settings.replay, settings.replay_miss)
+        if settings.replay
+        else None,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import types
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -23,12 +24,19 @@ def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def add_settings_flags(parser: argparse.ArgumentParser, settings: type[BaseSettings]) -> None:
-    """One flag per field of ``settings``, in ``--help`` sections by the field's ``group``."""
+def add_settings_flags(
+    parser: argparse.ArgumentParser,
+    settings: type[BaseSettings],
+    only_groups: Collection[str] | None = None,
+) -> None:
+    """One flag per field of ``settings``, in ``--help`` sections by the field's ``group``
+    (only the fields of ``only_groups`` when given: other commands reuse some sections)."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, field in settings.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         group_name = str(extra.get("group", OTHER_GROUP))
+        if only_groups is not None and group_name not in only_groups:
+            continue
         if group_name not in groups:
             groups[group_name] = parser.add_argument_group(group_name)
         groups[group_name].add_argument(

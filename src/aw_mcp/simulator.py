@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -32,6 +32,9 @@ from aw_mcp.simulation.sampling import SamplingSettings
 
 __all__ = ["RpcFaultError", "SimulatorSettings", "WorldSimulator"]
 
+if TYPE_CHECKING:
+    from aw_mcp.trajectories.replay import Recordings
+
 log = logging.getLogger(__name__)
 
 
@@ -51,12 +54,13 @@ class WorldSimulator:
         faults: FaultLayer | None = None,
         profile: PromptProfile | None = None,
         settings: SimulatorSettings | None = None,
+        recordings: Recordings | None = None,
     ):
         self.catalogue = catalogue
         self.engine = engine
         self.episodes = episodes or EpisodeStore()
         self.settings = settings or SimulatorSettings()
-        profile = profile or PromptProfile()
+        self.profile = profile = profile or PromptProfile()
         self.faults = FaultStep(faults or NoFaults())
         self.replay = ReadOnlyReplay(self.settings.replay_read_only)
         self.context = ContextFitter(engine, profile)
@@ -66,6 +70,7 @@ class WorldSimulator:
         # The store owns episodes; the caches other layers keep per episode follow its lifecycle.
         self.episodes.subscribe(lambda episode: self.faults.layer.episode_ended(episode.key))
         self.episodes.subscribe(lambda episode: self.engine.forget(episode.key))
+        self.recordings = recordings  # serve --replay: answer from recorded episodes
 
     async def call(
         self,
@@ -99,6 +104,9 @@ class WorldSimulator:
                 record.finish(cancelled, "cancelled")
                 raise
             answer = self.faults.damage(decision, answer, served.public_name)
+            if source == "replay-miss":  # a refusal of aw-mcp's, not the world's answer
+                record.finish(answer, source)
+                return answer
             episode.add_turn(
                 Turn(
                     index=episode.next_index,
@@ -120,10 +128,16 @@ class WorldSimulator:
         decision: FaultDecision,
         progress: ProgressCallback | None,
     ) -> tuple[ToolAnswer, ObservationSource, GenerationStats | None]:
-        """Who answers: a fault, else the episode's own history (replay), else the engine."""
+        """Who answers: a fault, else a recorded episode this one follows (serve --replay),
+        else the episode's own history (read-only replay), else the engine."""
         await self.faults.act(decision)
         if decision.answer is not None:
             return decision.answer, "fault", None
+        if self.recordings and (
+            found := self.recordings.lookup(episode.records, served, arguments)
+        ):
+            answer, source = found
+            return answer, source, None
         if (replayed := self.replay.lookup(episode, served, arguments)) is not None:
             return replayed, "replay", None
         action = ToolCall(tool=served.spec.name, arguments=arguments)

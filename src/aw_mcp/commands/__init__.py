@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "generate",
     "export",
     "record",
+    "eval",
 ]
 
 

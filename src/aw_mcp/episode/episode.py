@@ -46,6 +46,7 @@ class Turn(BaseModel):
 
 # "real": recorded from a real server or shell (aw-mcp record, the trajectory generator);
 # "rpc-error": a real server answered with a JSON-RPC error (aw-mcp record), not a result.
+# "replay-miss": `serve --replay` with replay_miss=error refused a call no recording matches.
 ObservationSource = Literal[
     "model",
     "fault",
@@ -55,6 +56,7 @@ ObservationSource = Literal[
     "engine-error",
     "cancelled",
     "rpc-error",
+    "replay-miss",
 ]
 
 

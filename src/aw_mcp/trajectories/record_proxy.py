@@ -39,7 +39,7 @@ from aw_mcp.capture import write_capture
 from aw_mcp.episode.episode import CallRecord, ObservationSource
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.server.app import progress_reporter
-from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY, episode_id_for
+from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY, episode_request
 from aw_mcp.trajectories.export import CAPTURES_FOLDER
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class EpisodeRecorder:
         sent = (headers is not None and headers.get(EPISODE_HEADER)) or (
             meta is not None and _meta_has(meta, EPISODE_META_KEY)
         )
-        return episode_id_for(ctx) if sent else self.default_episode
+        return episode_request(ctx).episode_id if sent else self.default_episode
 
     def next_index(self, episode: str) -> int:
         """The next call number of ``episode``. A record file that already holds calls of it

@@ -6,15 +6,12 @@ the common currency of replay, export, evaluation and training, so this is the o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.episode.episode import CallRecord, ObservationSource, Turn
-from aw_mcp.yaml_files import DataFileError, validation_problems
+from aw_mcp.jsonl_files import read_jsonl
 
 # Calls whose observation entered the episode's history (what the world model saw on later
 # steps). Refused, failed and cancelled calls, and JSON-RPC faults, never reached the world.
@@ -51,21 +48,7 @@ def turns_from_records(records: list[CallRecord]) -> list[Turn]:
 
 def read_record_file(path: Path) -> list[CallRecord]:
     """Every record of one JSONL file; a bad line raises DataFileError naming file and line."""
-    records: list[CallRecord] = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(CallRecord.model_validate(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise DataFileError(path, [(line_no, f"not JSON: {exc.msg}")]) from None
-            except ValidationError as exc:
-                problems: list[tuple[int | None, str]] = [
-                    (line_no, message) for _, message in validation_problems(exc)
-                ]
-                raise DataFileError(path, problems) from None
-    return records
+    return read_jsonl(path, CallRecord)
 
 
 def load_record_dir(directory: Path) -> list[RecordedEpisode]:

@@ -1,0 +1,274 @@
+"""``aw-mcp eval``: measure a world model against real observations.
+
+- ``eval infer``: teacher-forced predictions for AgentWorldBench-format data;
+- ``eval closed-loop``: recorded episodes replayed through the MCP server;
+- ``eval score``: metrics per domain and command family, beside two baselines, optionally
+  with an LLM judge.
+Both prediction modes write ``OUT/predictions.jsonl``, resume from it, and ``score`` reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+
+
+def _missing_files_are_errors(
+    handler: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """A missing input folder or file is a one-line error (exit 2), not a traceback."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except FileNotFoundError as exc:
+            print(f"aw-mcp eval: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="measure a world model: infer, closed-loop, score",
+        description="Measure a world model against real observations.",
+    )
+    actions = p.add_subparsers(dest="eval_command", required=True)
+    _add_score_parser(actions)
+    _add_infer_parser(actions)
+    _add_closed_loop_parser(actions)
+
+
+def _run_options(p: argparse.ArgumentParser, jobs: int, unit: str) -> None:
+    p.add_argument("--output-dir", type=Path, required=True, metavar="OUT")
+    p.add_argument("--jobs", type=int, default=jobs, help=f"{unit} run at once (default {jobs})")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help=f"only the first N {unit}")
+    p.add_argument("--quiet", action="store_true", default=False, help="no progress bar")
+    p.add_argument(
+        "--log-level",
+        dest="log_level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    )
+
+
+# -- score -------------------------------------------------------------------------------
+
+
+def _add_score_parser(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser(
+        "score",
+        help="exact match, similarity, exit codes, JSON validity (and an optional LLM judge) "
+        "per domain and command family, beside the empty and previous-observation baselines",
+    )
+    p.add_argument("--predictions", type=Path, required=True, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar while judging")
+    judge = p.add_argument_group("LLM judge (an OpenAI-compatible server)")
+    judge.add_argument("--judge-url", metavar="URL", help="e.g. http://127.0.0.1:8000/v1")
+    judge.add_argument("--judge-model", metavar="NAME", help="default: the first served")
+    judge.add_argument(
+        "--judge-api-key-env",
+        default="AW_MCP_JUDGE_API_KEY",
+        metavar="VAR",
+        help="variable holding the judge's key (default AW_MCP_JUDGE_API_KEY, then OPENAI_API_KEY)",
+    )
+    judge.add_argument("--judge-max-tokens", type=int, default=4096)
+    judge.add_argument("--judge-jobs", type=int, default=8, help="judge calls at once")
+    judge.add_argument(
+        "--judge-baselines",
+        action="store_true",
+        help="also judge the two baselines (three times the judge calls)",
+    )
+    judge.add_argument(
+        "--judged-out",
+        type=Path,
+        metavar="FILE",
+        help="write each sample with its verdict (JSONL, like the reference judged.jsonl)",
+    )
+    p.set_defaults(handler=_score)
+
+
+@_missing_files_are_errors
+def _score(args: argparse.Namespace) -> int:
+    from aw_mcp.evaluation.predictions import load_predictions
+    from aw_mcp.evaluation.scoring import render, score
+
+    samples = load_predictions(args.predictions)
+    verdicts = None
+    if args.judge_url:
+        verdicts = anyio.run(_judge_all, args, samples)
+    report = score(samples, verdicts)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+async def _judge_all(args: argparse.Namespace, samples: list) -> dict:
+    from aw_mcp.engines.openai_compat import OpenAICompatEngine, OpenAICompatOptions
+    from aw_mcp.evaluation.judge import Judge, write_judged
+    from aw_mcp.evaluation.runner import run_bounded
+    from aw_mcp.evaluation.scoring import SYSTEMS, system_outputs
+
+    engine = OpenAICompatEngine(
+        OpenAICompatOptions(
+            base_url=args.judge_url,
+            model=args.judge_model,
+            api_key_env=args.judge_api_key_env,
+            context_window=1 << 20,  # the judge's prompt is not trimmed; the server says no
+            concurrency=args.judge_jobs,
+        )
+    )
+    judge = Judge(engine, max_tokens=args.judge_max_tokens)
+    systems = SYSTEMS if args.judge_baselines else ("model",)
+    verdicts: dict = {s: {} for s in systems}
+    jobs = [(sample, system) for sample in samples for system in systems]
+
+    async def work(job) -> int:
+        sample, system = job
+        prediction = system_outputs(sample)[system]
+        verdicts[system][sample.key] = await judge.rate(sample, prediction)
+        return 1
+
+    try:
+        await run_bounded(
+            jobs, work, jobs=args.judge_jobs, total=len(jobs), description="judge", quiet=args.quiet
+        )
+    finally:
+        await engine.aclose()
+    if args.judged_out:
+        write_judged(args.judged_out, samples, verdicts["model"])
+    return verdicts
+
+
+# -- infer -------------------------------------------------------------------------------
+
+
+def _add_infer_parser(actions: argparse._SubParsersAction) -> None:
+    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, ServeSettings
+    from aw_mcp.settings_cli import add_settings_flags
+
+    p = actions.add_parser(
+        "infer",
+        help="teacher-forced predictions for AgentWorldBench-format *_test.jsonl",
+        description="Predict each sample's turn from its real history; write "
+        "OUT/predictions.jsonl (resumes: samples already there are skipped).",
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--data-dir", type=Path, required=True, metavar="DIR")
+    _run_options(p, jobs=4, unit="samples")
+    p.add_argument(
+        "--max-tokens", type=int, default=1024, help="tokens per prediction (default 1024)"
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="default 0 (the reference harness samples at 0.6)",
+    )
+    add_settings_flags(p, ServeSettings, only_groups=(ENGINE, TRANSFORMERS, OPENAI))
+    p.set_defaults(handler=_infer)
+
+
+@_missing_files_are_errors
+def _infer(args: argparse.Namespace) -> int:
+    from aw_mcp.cli import configure_logging
+    from aw_mcp.config import ServeSettings
+    from aw_mcp.evaluation.infer import InferOptions, infer
+    from aw_mcp.evaluation.samples import load_bench_dir
+    from aw_mcp.runtime import make_engine
+    from aw_mcp.settings_cli import settings_from_namespace
+
+    configure_logging(args.log_level)
+    samples = load_bench_dir(args.data_dir, args.limit)
+    engine = make_engine(settings_from_namespace(ServeSettings, args))
+    options = InferOptions(
+        max_tokens=args.max_tokens, temperature=args.temperature, jobs=args.jobs, quiet=args.quiet
+    )
+
+    async def main():
+        try:
+            return await infer(engine, samples, args.output_dir, options)
+        finally:
+            await engine.aclose()
+
+    predictions = anyio.run(main)
+    return _summarize(predictions)
+
+
+# -- closed loop -------------------------------------------------------------------------
+
+
+def _add_closed_loop_parser(actions: argparse._SubParsersAction) -> None:
+    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, WHAT, ServeSettings
+    from aw_mcp.settings_cli import add_settings_flags
+
+    p = actions.add_parser(
+        "closed-loop",
+        help="replay recorded episodes through the MCP server, the model seeing its own answers",
+        description="Send each recorded episode's calls, in order, to the simulated server "
+        "(an in-memory MCP client, one episode id each); write OUT/predictions.jsonl "
+        "(gen = simulated observation, reference = recorded one). Resumes by episode.",
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--records", type=Path, required=True, metavar="DIR")
+    _run_options(p, jobs=1, unit="episodes")
+    add_settings_flags(p, ServeSettings, only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI))
+    p.add_argument(
+        "--record-dir",
+        dest="record_dir",
+        type=Path,
+        metavar="DIR",
+        help="also keep the server's own records of the simulated episodes",
+    )
+    p.set_defaults(handler=_closed_loop)
+
+
+@_missing_files_are_errors
+def _closed_loop(args: argparse.Namespace) -> int:
+    from aw_mcp.cli import configure_logging
+    from aw_mcp.config import ServeSettings
+    from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions
+    from aw_mcp.runtime import build_simulator
+    from aw_mcp.settings_cli import settings_from_namespace
+    from aw_mcp.trajectories.records import load_record_dir
+
+    configure_logging(args.log_level)
+    episodes = load_record_dir(args.records)
+    if args.limit is not None:
+        episodes = episodes[: args.limit]
+    settings = settings_from_namespace(ServeSettings, args)
+    if "simulator" not in settings.model_fields_set and not settings.tools_from:
+        # Serve the recorded domains unless told otherwise.
+        settings = settings.model_copy(
+            update={"simulator": sorted({e.domain for e in episodes}) or settings.simulator}
+        )
+    simulator = build_simulator(settings)
+    loop = ClosedLoop(simulator, ClosedLoopOptions(jobs=args.jobs, quiet=args.quiet))
+
+    async def main():
+        try:
+            return await loop.run(episodes, args.output_dir)
+        finally:
+            await simulator.engine.aclose()
+
+    predictions = anyio.run(main)
+    return _summarize(predictions)
+
+
+def _summarize(predictions) -> int:
+    failed = [row for row in predictions.rows.values() if row.extra.get("error")]
+    print(
+        f"{len(predictions.rows)} predictions in {predictions.path}"
+        + (f" ({len(failed)} failed: run again to retry them)" if failed else ""),
+        file=sys.stderr,
+    )
+    print(f"score them: aw-mcp eval score --predictions {predictions.path}", file=sys.stderr)
+    return 1 if failed else 0

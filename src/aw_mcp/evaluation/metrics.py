@@ -1,0 +1,133 @@
+"""Per-sample metrics of a predicted observation against the real one.
+
+All are deterministic and need no model:
+- exact match: identical once trailing spaces of each line and blank lines at both ends are
+  dropped (layout still counts);
+- similarity: ``difflib.SequenceMatcher(None, prediction, reference).ratio()`` (difflib's
+  defaults) on whitespace-normalized text (runs of whitespace become one space); two empty
+  texts are 1.0;
+- exit code (terminal tools): the code in a last line ``[exit code: N]``; agreement is counted
+  only where the reference has one;
+- JSON (references that are a JSON object or array): the prediction parses as JSON, and has
+  the reference's shape at the top level (same type; for objects the same set of keys).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+_EXIT_CODE = re.compile(r"\[exit code: (-?\d+)\]\s*\Z")
+_WHITESPACE = re.compile(r"\s+")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Words that run the next word as the command: the family is the command they run.
+_WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "command", "exec", "nice"})
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}"})
+# Leading steps that only prepare the shell (`cd x && make`): the family is what runs after.
+_SETUP_STEPS = frozenset({"cd", "export", "source", ".", "set"})
+
+
+def normalize_whitespace(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def strip_layout(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()).strip("\n")
+
+
+def exact_match(prediction: str, reference: str) -> bool:
+    return strip_layout(prediction) == strip_layout(reference)
+
+
+def similarity(prediction: str, reference: str) -> float:
+    a, b = normalize_whitespace(prediction), normalize_whitespace(reference)
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def exit_code(text: str) -> int | None:
+    """The N of a last line ``[exit code: N]``, or None."""
+    match = _EXIT_CODE.search(text.rstrip())
+    return int(match.group(1)) if match else None
+
+
+def parse_json_value(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return False, None
+
+
+def reference_is_json(reference: str) -> bool:
+    ok, value = parse_json_value(reference)
+    return ok and isinstance(value, dict | list)
+
+
+def same_json_shape(prediction: Any, reference: Any) -> bool:
+    if isinstance(reference, dict):
+        return isinstance(prediction, dict) and set(prediction) == set(reference)
+    return type(prediction) is type(reference)
+
+
+@dataclass(frozen=True)
+class SampleMetrics:
+    """One prediction's metrics; None where a metric does not apply to the sample."""
+
+    exact: bool
+    similarity: float
+    exit_code_agrees: bool | None = None
+    json_valid: bool | None = None
+    json_shape: bool | None = None
+
+
+def measure(prediction: str, reference: str) -> SampleMetrics:
+    exit_agrees = None
+    if (reference_code := exit_code(reference)) is not None:
+        exit_agrees = exit_code(prediction) == reference_code
+    json_valid = json_shape = None
+    if reference_is_json(reference):
+        json_valid, value = parse_json_value(prediction)
+        json_shape = json_valid and same_json_shape(value, json.loads(reference))
+    return SampleMetrics(
+        exact=exact_match(prediction, reference),
+        similarity=similarity(prediction, reference),
+        exit_code_agrees=exit_agrees,
+        json_valid=json_valid,
+        json_shape=json_shape,
+    )
+
+
+def command_family(command: str) -> str:
+    """The program a command line runs: its first word, after leading steps that only prepare
+    the shell (``cd DIR &&``, ``export X=1;``, ``source venv/bin/activate &&``), ``VAR=value``
+    assignments and wrappers such as ``sudo``/``env``; a path gives its last part
+    (``/usr/bin/ls`` -> ``ls``). ``cd`` alone is ``cd``; an empty line is ``(empty)``."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: words are still good enough for a family
+        tokens = command.split()
+    segments: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _SEPARATORS:
+            if segments[-1]:
+                segments.append([])
+        else:
+            segments[-1].append(token)
+    segments = [s for s in segments if s]
+    if not segments:
+        return "(empty)"
+    while len(segments) > 1 and segments[0][0] in _SETUP_STEPS:
+        segments.pop(0)
+    words = segments[0]
+    i = 0
+    while i < len(words) - 1 and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS):
+        i += 1
+    word = words[i]
+    if _ASSIGNMENT.match(word):
+        return "(assignment)"
+    return word.rsplit("/", 1)[-1] or word

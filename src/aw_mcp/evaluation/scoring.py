@@ -1,0 +1,202 @@
+"""Score predictions: per domain and per command family, the model beside two baselines.
+
+Baselines, computed on the same samples:
+- ``empty``: answer every call with nothing; where the real observation ends with an exit-code
+  line (terminal commands), with ``[exit code: 0]``: a command that printed nothing and
+  succeeded, so the baseline is not beaten by the exit-code line alone;
+- ``previous``: repeat the previous real observation of the same episode (empty at turn 1).
+A world model worth running beats both. Metrics are those of ``metrics.py``; the optional
+judge adds its five dimensions (``judge.py``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aw_mcp.evaluation.judge import DIMENSIONS, Verdict, normalized
+from aw_mcp.evaluation.metrics import SampleMetrics, exit_code, measure
+from aw_mcp.evaluation.samples import BenchSample
+
+SYSTEMS = ("model", "empty", "previous")
+ALL = "(all)"
+METRICS_NOTE = (
+    "exact: identical but for trailing spaces and blank end lines; similarity: difflib "
+    "SequenceMatcher ratio (defaults) on whitespace-normalized text; exit code: agreement of "
+    "the last line '[exit code: N]' where the reference has one; JSON: the prediction parses "
+    "(valid) and has the reference's top-level shape (shape), where the reference is JSON. "
+    "Baselines: empty = answer nothing ('[exit code: 0]' where the reference has an exit-code "
+    "line); previous = the previous real observation of the same episode (empty at turn 1)."
+)
+
+
+EMPTY_COMMAND_OUTPUT = "[exit code: 0]"
+
+
+def system_outputs(sample: BenchSample) -> dict[str, str]:
+    """What the model and each baseline answered for this sample."""
+    empty = EMPTY_COMMAND_OUTPUT if exit_code(sample.reference()) is not None else ""
+    return {"model": sample.prediction(), "empty": empty, "previous": sample.previous_reference()}
+
+
+@dataclass
+class Tally:
+    """Running totals of one system's metrics over a group of samples."""
+
+    n: int = 0
+    exact: int = 0
+    similarity: float = 0.0
+    exit_n: int = 0
+    exit_agree: int = 0
+    json_n: int = 0
+    json_valid: int = 0
+    json_shape: int = 0
+    judged: list[Verdict] = field(default_factory=list)
+    judge_failed: int = 0
+
+    def add(self, m: SampleMetrics) -> None:
+        self.n += 1
+        self.exact += m.exact
+        self.similarity += m.similarity
+        if m.exit_code_agrees is not None:
+            self.exit_n += 1
+            self.exit_agree += m.exit_code_agrees
+        if m.json_valid is not None:
+            self.json_n += 1
+            self.json_valid += m.json_valid
+            self.json_shape += bool(m.json_shape)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "exact": _ratio(self.exact, self.n),
+            "similarity": _ratio(self.similarity, self.n),
+            "exit_code": _ratio(self.exit_agree, self.exit_n),
+            "exit_code_n": self.exit_n,
+            "json_valid": _ratio(self.json_valid, self.json_n),
+            "json_shape": _ratio(self.json_shape, self.json_n),
+            "json_n": self.json_n,
+        }
+        if self.judged or self.judge_failed:
+            out["judge"] = {
+                "n": len(self.judged),
+                "failed": self.judge_failed,
+                "total": _judged_mean([v.total for v in self.judged]),
+                **{d: _judged_mean([v.scores[d] for v in self.judged]) for d in DIMENSIONS},
+            }
+        return out
+
+
+def _ratio(part: float, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _judged_mean(values: list[float]) -> float | None:
+    rated = [v for v in values if v]  # 0 = not applicable, left out as the reference does
+    return normalized(sum(rated) / len(rated)) if rated else None
+
+
+@dataclass
+class Group:
+    n: int = 0
+    errors: int = 0  # samples whose generation failed (scored as an empty answer)
+    systems: dict[str, Tally] = field(default_factory=lambda: {s: Tally() for s in SYSTEMS})
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "errors": self.errors,
+            **{s: t.summary() for s, t in self.systems.items()},
+        }
+
+
+Verdicts = dict[str, dict[str, Verdict | None]]  # system -> sample key -> verdict
+
+
+def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> dict[str, Any]:
+    """The report: ``{"note", "overall", "domains": {domain: {"all", "families"}}}``."""
+    verdicts = verdicts or {}
+    overall = Group()
+    domains: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
+    for sample in samples:
+        reference = sample.reference()
+        groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
+        for group in groups:
+            group.n += 1
+            group.errors += bool(sample.extra.get("error"))
+        for system, output in system_outputs(sample).items():
+            metrics = measure(output, reference)
+            judged = verdicts.get(system, {})
+            for group in groups:
+                tally = group.systems[system]
+                tally.add(metrics)
+                if sample.key in judged:
+                    if (verdict := judged[sample.key]) is None:
+                        tally.judge_failed += 1
+                    else:
+                        tally.judged.append(verdict)
+    return {
+        "note": METRICS_NOTE,
+        "overall": overall.summary(),
+        "domains": {
+            domain: {
+                "all": families.pop(ALL).summary(),
+                "families": {
+                    name: g.summary()
+                    for name, g in sorted(families.items(), key=lambda kv: (-kv[1].n, kv[0]))
+                },
+            }
+            for domain, families in sorted(domains.items())
+        },
+    }
+
+
+# -- text table ----------------------------------------------------------------------------
+
+_COLUMNS: list[tuple[str, str, str]] = [  # (header, summary key, format)
+    ("exact %", "exact", "pct"),
+    ("similarity", "similarity", "ratio"),
+    ("exit code %", "exit_code", "pct"),
+    ("JSON valid %", "json_valid", "pct"),
+    ("JSON shape %", "json_shape", "pct"),
+]
+
+
+def _cell(value: float | None, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "pct":
+        return f"{value * 100:.1f}"
+    return f"{value:.1f}" if kind == "score" else f"{value:.3f}"
+
+
+def render(report: dict[str, Any]) -> str:
+    """Markdown tables, one per domain: a row per family, model / empty / previous per metric."""
+    lines = [report["note"], ""]
+    sections = list(report["domains"].items())
+    if len(sections) > 1:
+        sections.append(("all domains", {"all": report["overall"], "families": {}}))
+    for domain, body in sections:
+        rows = [(ALL, body["all"]), *body["families"].items()]
+        columns = [c for c in _COLUMNS if any(r["model"][c[1]] is not None for _, r in rows)]
+        judged = any("judge" in r["model"] for _, r in rows)
+        header = ["family", "n"] + [f"{h} (model/empty/prev)" for h, _, _ in columns]
+        if judged:
+            header.append("judge 0-100 (model/empty/prev)")
+        lines.append(f"### {domain} ({body['all']['n']} samples, {body['all']['errors']} errors)")
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for name, row in rows:
+            cells = [name, str(row["n"])]
+            for _, key, kind in columns:
+                cells.append(" / ".join(_cell(row[s][key], kind) for s in SYSTEMS))
+            if judged:
+                cells.append(
+                    " / ".join(
+                        _cell(row[s].get("judge", {}).get("total"), "score") for s in SYSTEMS
+                    )
+                )
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,226 @@
+"""`aw-mcp eval score`: metrics, families, baselines and the LLM judge, on hand-made
+predictions whose numbers are worked out by hand below."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from aw_mcp.cli import main
+from aw_mcp.domain.models import ToolCall
+from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile
+from aw_mcp.evaluation.judge import VerdictError, parse_verdict
+from aw_mcp.evaluation.metrics import command_family, exact_match, exit_code, similarity
+from aw_mcp.evaluation.samples import BenchSample, parse_action
+from tests.eval_support import episode_samples, fake_openai_server, write_jsonl
+
+# A terminal episode: turn 1 exact; turn 2 off by one character of 20 after thinking is
+# stripped; turn 3 empty. A JSON (mcp) episode: turn 1 valid and same keys, turn 2 not JSON.
+TERMINAL = episode_samples(
+    "terminal",
+    "t",
+    [
+        ("run_command", {"command": "echo hello"}, "hello\n[exit code: 0]"),
+        ("run_command", {"command": "ls"}, "a.txt\n[exit code: 0]"),
+        ("run_command", {"command": "cd /tmp && cat x"}, "x\n[exit code: 1]"),
+    ],
+    [
+        "hello\n[exit code: 0]",
+        "<think>a file</think><predicted_observation>\nb.txt\n[exit code: 0]\n"
+        "</predicted_observation>",
+        "",
+    ],
+)
+MCP = episode_samples(
+    "mcp",
+    "m",
+    [("get", {"k": "a"}, '{"a": 1}'), ("get", {"k": "b"}, '{"a": 1, "b": 2}')],
+    ['{"a": 2}', "oops"],
+)
+
+
+def test_similarity_is_difflib_ratio_on_whitespace_normalized_text():
+    assert similarity("abcd", "abxd") == pytest.approx(0.75)  # 2 * 3 matches / 8 characters
+    assert similarity("a  b\n\n", "a b") == 1.0
+    assert not exact_match("a  b", "a b")  # exact keeps the layout inside lines
+    assert exact_match("line  \nnext\n\n", "line\nnext")
+    assert similarity("", "") == 1.0 and similarity("", "x") == 0.0
+
+
+def test_exit_code_only_from_a_last_line():
+    assert exit_code("oops\n[exit code: 127]\n") == 127
+    assert exit_code("[exit code: 0]\nmore output") is None
+
+
+@pytest.mark.parametrize(
+    ("command", "family"),
+    [
+        ("ls -la", "ls"),
+        ("cd /tmp && ls -la", "ls"),
+        ("cd a; cd b && git status", "git"),
+        ("FOO=1 BAR='x y' python3 run.py", "python3"),
+        ("sudo apt-get install -y jq", "apt-get"),
+        ("/usr/bin/git log", "git"),
+        ("cat a.txt | grep b", "cat"),
+        ("export A=1; make test", "make"),
+        ("source .venv/bin/activate && pytest -q", "pytest"),
+        ("(cd src && make)", "make"),
+        ("cd src", "cd"),
+        ("echo 'unbalanced", "echo"),
+        ("X=1", "(assignment)"),
+        ("", "(empty)"),
+    ],
+)
+def test_command_family(command, family):
+    assert command_family(command) == family
+
+
+@pytest.mark.parametrize("profile", [PromptProfile(), AgentWorldProfile()])
+def test_action_messages_of_both_profiles_parse_back(profile):
+    call = ToolCall(tool="run_command", arguments={"command": "cd x && ls", "timeout_ms": 5})
+    message = profile.action_message(3, call, ["the disk is full"])
+    assert parse_action(message) == ("run_command", call.arguments)
+
+
+def test_agentworldbench_keystroke_actions_give_the_command_family():
+    sample = BenchSample(
+        task="terminal",
+        id=1,
+        prompt=['### Turn 1\n**Action:**\n```json\n[{"keystrokes": "git diff\\n"}]\n```'],
+        response=["**Environment Observation:**\n(no changes)"],
+        turn_idx=1,
+    )
+    assert sample.family() == "git"
+    assert sample.reference() == "(no changes)"
+
+
+def _score_json(tmp_path, capsys, rows, *extra: str) -> dict:
+    path = tmp_path / "predictions.jsonl"
+    write_jsonl(path, rows)
+    assert main(["eval", "score", "--predictions", str(path), "--json", "--quiet", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_score_terminal_by_family_with_both_baselines(tmp_path, capsys):
+    report = _score_json(tmp_path, capsys, TERMINAL)
+    terminal = report["domains"]["terminal"]
+    model, empty, previous = (terminal["all"][s] for s in ("model", "empty", "previous"))
+    assert terminal["all"]["n"] == 3
+    # model: 1, 38/40 ("b.txt [exit code: 0]" vs "a.txt [exit code: 0]"), 0
+    assert model["similarity"] == pytest.approx((1 + 0.95 + 0) / 3)
+    assert model["exact"] == pytest.approx(1 / 3)
+    assert model["exit_code"] == pytest.approx(2 / 3) and model["exit_code_n"] == 3
+    # empty = "[exit code: 0]" (14 characters) beside references with an exit-code line:
+    # 2 * 14 / 34 twice; "x [exit code: 1]" shares "[exit code: " and "]", 2 * 13 / 30.
+    assert empty["similarity"] == pytest.approx((28 / 34 + 28 / 34 + 26 / 30) / 3)
+    assert empty["exact"] == 0 and empty["exit_code"] == pytest.approx(2 / 3)
+    # previous: "" at turn 1; "hello [exit code: 0]" vs "a.txt [exit code: 0]" = 30/40;
+    # "a.txt [exit code: 0]" vs "x [exit code: 1]" = 2 * (13 + 1 + 1) / 36.
+    assert previous["similarity"] == pytest.approx((0 + 0.75 + 30 / 36) / 3)
+    assert previous["exit_code"] == pytest.approx(1 / 3)
+    assert model["json_n"] == 0 and model["json_valid"] is None
+    families = terminal["families"]
+    assert set(families) == {"echo", "ls", "cat"}
+    assert families["ls"]["model"]["similarity"] == pytest.approx(0.95)
+    assert families["cat"]["previous"]["similarity"] == pytest.approx(30 / 36)
+    assert report["overall"]["n"] == 3
+
+
+def test_score_json_validity_and_shape(tmp_path, capsys):
+    report = _score_json(tmp_path, capsys, MCP)
+    mcp = report["domains"]["mcp"]["all"]
+    assert mcp["model"]["json_n"] == 2
+    assert mcp["model"]["json_valid"] == 0.5 and mcp["model"]["json_shape"] == 0.5
+    # previous: nothing at turn 1; {"a": 1} at turn 2 is JSON but lacks key b.
+    assert mcp["previous"]["json_valid"] == 0.5 and mcp["previous"]["json_shape"] == 0
+    assert mcp["empty"]["json_valid"] == 0
+    assert mcp["model"]["exit_code"] is None  # not a terminal domain
+    assert set(report["domains"]["mcp"]["families"]) == {"get"}
+
+
+def test_table_names_the_metrics_and_shows_model_and_baselines(tmp_path, capsys):
+    path = tmp_path / "p.jsonl"
+    write_jsonl(path, TERMINAL + MCP)
+    assert main(["eval", "score", "--predictions", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert "difflib SequenceMatcher ratio" in table and "whitespace-normalized" in table
+    assert "### terminal (3 samples, 0 errors)" in table
+    row = next(line for line in table.splitlines() if line.startswith("| ls |"))
+    assert "0.950 / 0.824 / 0.750" in row
+    assert "### all domains (5 samples, 0 errors)" in table
+
+
+def test_later_rows_of_a_sample_replace_earlier_ones(tmp_path, capsys):
+    stale = {**TERMINAL[2], "gen": "", "error": "engine down"}
+    fixed = {**TERMINAL[2], "gen": "x\n[exit code: 1]"}
+    report = _score_json(tmp_path, capsys, [stale, fixed])
+    assert report["overall"]["n"] == 1 and report["overall"]["errors"] == 0
+    assert report["overall"]["model"]["exact"] == 1.0
+
+
+# -- judge -----------------------------------------------------------------------------------
+
+VERDICT = "<think>compare</think>notes\n<final_evaluation>\n```json\n{}\n```\n</final_evaluation>"
+
+
+def _verdict(scores: dict) -> str:
+    body = json.dumps({"strengths": ["s"], "weaknesses": ["w"], "scores": scores})
+    return VERDICT.replace("{}", body)
+
+
+def test_parse_verdict_takes_the_last_block_and_averages_non_zero_scores():
+    text = _verdict({"format": 1}) + _verdict(
+        {"format": 4, "factuality": 2, "consistency": 0, "realism": 3, "quality": 3}
+    )
+    verdict = parse_verdict(text)
+    assert verdict.scores["format"] == 4
+    assert verdict.total == pytest.approx(3.0)  # (4+2+3+3)/4, the 0 left out
+    for bad in ("no tags", "<final_evaluation>{not json}</final_evaluation>", _verdict({})):
+        with pytest.raises(VerdictError):
+            parse_verdict(bad)
+    with pytest.raises(VerdictError, match="'format' is 9"):
+        parse_verdict(_verdict({"format": 9}))
+
+
+def test_judged_score_through_a_fake_openai_compatible_server(tmp_path, capsys):
+    perfect = {"format": 5, "factuality": 5, "consistency": 0, "realism": 5, "quality": 5}
+
+    def answer(messages) -> str:
+        user = messages[-1]["content"]
+        predicted = re.search(r"# Predicted observation.*?```\n(.*?)\n```", user, re.S).group(1)
+        real = re.search(r"# Real observation\n```\n(.*?)\n```", user, re.S).group(1)
+        if predicted == real:
+            return _verdict(perfect)
+        if predicted == "":
+            return "I cannot decide."  # no verdict: the sample counts as failed
+        return _verdict(dict.fromkeys(perfect, 2))
+
+    with fake_openai_server(answer) as (url, seen):
+        judged = tmp_path / "judged.jsonl"
+        args = ["--judge-url", url, "--judge-model", "fake-judge", "--judged-out", str(judged)]
+        report = _score_json(tmp_path, capsys, TERMINAL, *args)
+    judge = report["domains"]["terminal"]["all"]["model"]["judge"]
+    # turn 1: total 5 (zeros left out); turn 2: total 2; turn 3: failed after 3 attempts.
+    assert judge["n"] == 2 and judge["failed"] == 1
+    assert judge["total"] == pytest.approx(((5 + 2) / 2 - 1) / 4 * 100)  # 62.5
+    assert judge["format"] == pytest.approx(((5 + 2) / 2 - 1) / 4 * 100)
+    assert judge["consistency"] == pytest.approx(25.0)  # only the non-zero 2 counts
+    assert "judge" not in report["domains"]["terminal"]["all"]["empty"]  # not asked
+    assert len(seen) == 2 + 3  # two verdicts, three tries for the undecided one
+    first = seen[0]["messages"]
+    assert first[0]["role"] == "system" and "<final_evaluation>" in first[0]["content"]
+    rows = [json.loads(line) for line in judged.read_text().splitlines()]
+    assert [r["failed"] for r in rows] == [0.0, 0.0, 1.0]
+    assert rows[0]["total_score"] == 5 and rows[1]["format"] == 2
+
+
+def test_missing_inputs_are_one_line_errors(tmp_path, capsys):
+    missing = str(tmp_path / "nothing")
+    assert main(["eval", "score", "--predictions", missing]) == 2
+    assert main(["eval", "infer", "--data-dir", missing, "--output-dir", missing]) == 2
+    assert main(["eval", "closed-loop", "--records", missing, "--output-dir", missing]) == 2
+    err = capsys.readouterr().err
+    assert f"aw-mcp eval: no predictions file at {missing}" in err
+    assert f"no data directory at {missing}" in err and f"no record directory at {missing}" in err
