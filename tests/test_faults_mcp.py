@@ -17,6 +17,7 @@ from mcp import MCPError
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue
+from aw_mcp.episode.prompt import FAILED_REQUEST
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, NoFaults
 from aw_mcp.simulator import WorldSimulator
 from tests.fake_engine import FakeEngine
@@ -44,7 +45,7 @@ rules:
 """
 
 
-async def test_502_on_the_third_search_call_is_recorded_and_seen_by_the_model(caplog):
+async def test_502_on_the_third_search_is_recorded_and_seen_as_a_failed_request(caplog):
     engine = FakeEngine(fake_reply)
     simulator = make_simulator(FLAKY_SEARCH, engine=engine)
     caplog.set_level(logging.INFO, logger="aw_mcp.simulation")
@@ -66,9 +67,11 @@ async def test_502_on_the_third_search_call_is_recorded_and_seen_by_the_model(ca
     assert [f for i, f in enumerate(faults) if i != 2] == [[], [], [], []]
     [episode] = simulator.episodes.find("ep")
     assert episode.records[2].source == "fault"
-    # The model did not answer the faulted call, but sees its observation on the next one.
+    # The model did not answer the faulted call; on the next one it sees a failed request,
+    # never the fault's text (which it would copy as if the environment had printed it).
     assert len(engine.requests) == 4
-    assert "502 Bad Gateway" in engine.last_prompt
+    assert "502 Bad Gateway" not in engine.last_prompt
+    assert FAILED_REQUEST in engine.last_prompt
     assert any(
         "fault fired" in r.message and "third-search-502" in r.message for r in caplog.records
     )

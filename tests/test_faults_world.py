@@ -9,6 +9,7 @@ import pytest
 from aw_mcp.data_files import bundled_dir
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import GenerationRequest
+from aw_mcp.episode.prompt import FAILED_REQUEST
 from tests.engine_support import RecordingEngine, prompt_text
 from tests.fake_engine import FakeEngine
 from tests.faults_support import client_for, fake_reply, fired, in_episode, make_simulator
@@ -130,3 +131,42 @@ async def test_disk_full_through_the_real_embedded_model(embedded_engine):
     assert in_prompt == [False, False, True, True]
     assert [bool(r.conditions) for r in records] == [False, False, True, True]
     assert records[2].faults[0]["rule"] == "disk-fills-up"
+
+
+async def test_a_protocol_fault_never_leaks_into_the_world_the_real_model_sees(embedded_engine):
+    """After an injected 429 (a protocol fault: the request never reached the environment),
+    the real model's later prompts show a failed request, not the fault's text, and none of
+    its answers repeats the fault. A world condition, by contrast, stays in the world."""
+    domain = load_domain("terminal").model_copy(deep=True)
+    domain.tools = [domain.tool("run_command")]
+    domain.generation.max_tokens = 24
+    engine = RecordingEngine(embedded_engine)
+    await engine.start()
+    simulator = make_simulator(
+        """
+name: rate-limited
+rules:
+  - id: second-call-429
+    when: {nth: 2}
+    effects: [{kind: error, preset: http_429}]
+""",
+        engine=engine,
+        domain=domain,
+    )
+    commands = ["echo one", "echo two", "echo three", "ls"]
+    try:
+        async with client_for(simulator) as client:
+            results = [
+                await client.call_tool("run_command", {"command": c}, meta=in_episode("ep"))
+                for c in commands
+            ]
+    finally:
+        await engine.aclose()
+    assert results[1].is_error and "429" in results[1].content[0].text  # the agent sees it
+    records = simulator.episodes.find("ep")[0].records
+    assert [r.source for r in records] == ["model", "fault", "model", "model"]
+    later_prompts = [prompt_text(r) for r in engine.requests[1:]]
+    assert all("429" not in p and "Too Many Requests" not in p for p in later_prompts)
+    assert all(FAILED_REQUEST in p for p in later_prompts)
+    answers = [records[i].observation for i in (2, 3)]
+    assert all("429" not in a and "Too Many Requests" not in a for a in answers)

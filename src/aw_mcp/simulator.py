@@ -88,7 +88,7 @@ class WorldSimulator:
                     episode, served, arguments, decision, progress
                 )
             except RpcFaultError as exc:
-                record.finish(ToolAnswer(text=exc.fault.message, is_error=True), "fault")
+                record.finish(ToolAnswer(text=exc.fault.message, is_error=True), "rpc-error")
                 raise
             except EngineError as exc:
                 log.error(
@@ -115,6 +115,7 @@ class WorldSimulator:
                     is_error=answer.is_error,
                     conditions=episode.active_conditions(),
                     damaged=bool(decision.transforms),
+                    reached_world=source != "fault",
                 )
             )
             record.finish(answer, source, stats)

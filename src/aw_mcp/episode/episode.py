@@ -42,10 +42,17 @@ class Turn(BaseModel):
     damaged: bool = Field(
         default=False, description="An output fault changed the observation (never replayed)."
     )
+    reached_world: bool = Field(
+        default=True,
+        description="False when a protocol fault (an HTTP error page, a rate limit) answered "
+        "instead of the environment: the world model sees a failed request, not its text, so "
+        "it never mistakes the fault for something the environment printed.",
+    )
 
 
 # "real": recorded from a real server or shell (aw-mcp record, the trajectory generator);
-# "rpc-error": a real server answered with a JSON-RPC error (aw-mcp record), not a result.
+# "rpc-error": a JSON-RPC error instead of a result (a real server's, recorded by aw-mcp
+# record, or a fault rule's); it never enters the history.
 # "replay-miss": `serve --replay` with replay_miss=error refused a call no recording matches.
 ObservationSource = Literal[
     "model",

@@ -28,6 +28,9 @@ from aw_mcp.episode.schema_outline import schema_outline
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
+# What the world model reads for a call a protocol fault answered (the fault's own text would
+# be copied into later observations as if the environment had printed it).
+FAILED_REQUEST = "(the request failed before it reached the environment; nothing changed)"
 
 
 def compact_json(value: Any) -> str:
@@ -202,7 +205,12 @@ def build_messages(
             )
         )
         messages.append(
-            ChatMessage(role="assistant", content=profile.observation_message(turn.observation))
+            ChatMessage(
+                role="assistant",
+                content=profile.observation_message(
+                    turn.observation if turn.reached_world else FAILED_REQUEST
+                ),
+            )
         )
     messages.append(
         ChatMessage(

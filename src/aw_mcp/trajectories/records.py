@@ -15,6 +15,7 @@ from aw_mcp.jsonl_files import read_jsonl
 
 # Calls whose observation entered the episode's history (what the world model saw on later
 # steps). Refused, failed and cancelled calls, and JSON-RPC faults, never reached the world.
+# A fault's answer stays in the history, marked as a request that never reached the world.
 HISTORY_SOURCES: frozenset[ObservationSource] = frozenset({"model", "fault", "replay", "real"})
 
 
@@ -40,6 +41,7 @@ def turns_from_records(records: list[CallRecord]) -> list[Turn]:
             observation=r.observation,
             is_error=r.is_error,
             conditions=r.conditions,
+            reached_world=r.source != "fault",
         )
         for r in records
         if r.source in HISTORY_SOURCES
