@@ -249,3 +249,20 @@ def test_a_record_holds_the_call_its_faults_and_its_episode_run(caplog):
     caplog.set_level(logging.WARNING)
     PendingRecord(store, episode, RUN, {"command": "late"}).finish(ToolAnswer(text="x"), "model")
     assert len(episode.records) == 1 and "is not recorded" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_refused_oversized_call_leaves_the_history_whole():
+    """A call too large to fit is refused; the turns before it stay shown in full for the
+    next call (they were summarized for good before)."""
+    engine = FakeEngine(context_window=1000)
+    fitter = ContextFitter(engine, PromptProfile())
+    episode = episode_with(*[("run_command", {"command": f"echo {i}"}, str(i)) for i in range(3)])
+    huge = ToolCall(tool="run_command", arguments={"command": "z" * 8000})
+    with pytest.raises(PromptTooLongError):
+        await fitter.fit(episode, RUN, huge, 24)
+    assert episode.omitted_turns == 0
+    small = ToolCall(tool="run_command", arguments={"command": "ls"})
+    messages = await fitter.fit(episode, RUN, small, 24)
+    assert "earlier steps are not shown in full" not in messages[0].content
+    assert all(f"echo {i}" in "".join(m.content for m in messages) for i in range(3))

@@ -66,6 +66,13 @@ class ContextFitter:
         if used > budget:  # even the summary of dropped turns does not fit: leave it out
             messages = build(omitted, summarize=False)
             used = await self.engine.count_tokens(messages)
+        if used > budget:
+            # Refused: this call's own action is too large. The history stays as it was, so
+            # later calls are not left with turns summarized for a prompt that never ran.
+            raise PromptTooLongError(
+                f"the prompt needs {used} tokens but the model's context window leaves "
+                f"{budget} (shorten the arguments or use a model with a larger context)"
+            )
         episode.omitted_turns = omitted
         log.warning(
             "episode %r: history over the context window; %d oldest turns now "
@@ -76,9 +83,4 @@ class ContextFitter:
             used,
             budget,
         )
-        if used > budget:
-            raise PromptTooLongError(
-                f"the prompt needs {used} tokens but the model's context window leaves "
-                f"{budget} (shorten the arguments or use a model with a larger context)"
-            )
         return messages
