@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -16,6 +17,9 @@ from aw_mcp.commands import register_all
 from aw_mcp.config import ServeSettings
 from aw_mcp.settings_cli import add_settings_flags, settings_from_namespace
 from aw_mcp.yaml_files import DataFileError
+
+if TYPE_CHECKING:
+    from aw_mcp.server.http_app import HttpOptions
 
 log = logging.getLogger("aw_mcp")
 
@@ -36,10 +40,12 @@ def _serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server
-    from aw_mcp.server.transports import serve_http, serve_stdio
+    from aw_mcp.server.transports import http_app, serve_http, serve_stdio
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     server = build_server(simulator)
+    http = http_options(settings)
+    app = http_app(server, http) if settings.transport == "http" else None  # unsafe: fails here
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -52,8 +58,8 @@ def _serve(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             # Load the model in the background: tools/list answers at once, calls wait.
             tg.start_soon(simulator.engine.start)
-            if settings.transport == "http":
-                await serve_http(server, settings.host, settings.port)
+            if app is not None:
+                await serve_http(app, http)
             else:
                 await serve_stdio(server)
             tg.cancel_scope.cancel()
@@ -61,6 +67,21 @@ def _serve(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
     return 0
+
+
+def http_options(settings: ServeSettings) -> HttpOptions:
+    from aw_mcp.server.http_app import HttpOptions
+
+    token = settings.auth_token.get_secret_value() if settings.auth_token else None
+    return HttpOptions(
+        host=settings.host,
+        port=settings.port,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        allowed_hosts=tuple(settings.allowed_host),
+        allowed_origins=tuple(settings.allowed_origin),
+        auth_token=token or None,
+    )
 
 
 def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -6,10 +6,11 @@ import logging
 
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from starlette.types import ASGIApp
+
+from aw_mcp.server.http_app import HTTP_PATH, HttpOptions, build_http_app
 
 log = logging.getLogger(__name__)
-
-HTTP_PATH = "/mcp"
 
 
 async def serve_stdio(server: Server) -> None:
@@ -17,10 +18,16 @@ async def serve_stdio(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Server, host: str, port: int) -> None:
+def http_app(server: Server, options: HttpOptions) -> ASGIApp:
+    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe options."""
+    return build_http_app(server, options)
+
+
+async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    log.info("serving Streamable HTTP on http://%s:%d%s", host, port, HTTP_PATH)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_level="warning", lifespan="on"
+    )
+    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
     await uvicorn.Server(config).serve()
