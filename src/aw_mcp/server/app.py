@@ -21,6 +21,7 @@ from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.server.arguments import argument_errors
 from aw_mcp.server.episode_identity import episode_id_for
+from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -97,10 +98,12 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
             )
         return call_result(answer)
 
-    return Server(
+    server = Server(
         name,
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
     )
+    server.middleware.append(ExplainInvalidParams())
+    return server

@@ -7,7 +7,8 @@ are needed by a server that many agents (or a hostile client) reach over the net
   refuses every new client with 503 until a session expires on its own);
 - Host/Origin checks on every bind address (the SDK checks them only when bound to exactly
   127.0.0.1, localhost or ::1); off loopback the allowed hosts must be given;
-- an optional bearer token, compared in constant time.
+- an optional bearer token, compared in constant time;
+- a POST body the SDK cannot read gets errors with the request's id and what is wrong.
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ from dataclasses import dataclass, field
 from mcp.server import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from aw_mcp.server.malformed import screen_line
 
 log = logging.getLogger(__name__)
 
@@ -146,16 +154,66 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
+class ScreenedBodies:
+    """Answer a POST body the SDK cannot read with the JSON-RPC errors its requests are owed.
+
+    The SDK answers such a body with 400 and a null id; this puts the request's id and a
+    ``data`` that says what is wrong in the 400 (``screen_line``, as on stdio). Requests that
+    fail the Host/Origin check, and bodies over the size limit, go on to the SDK untouched.
+    """
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
+        self.app = app
+        self.security = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        if await self.security.validate_request(Request(scope), is_post=True) is not None:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if not more and (errors := screen_line(body.decode("utf-8", errors="replace"))):
+            payload = [e.model_dump(mode="json", by_alias=True) for e in errors]
+            await JSONResponse(payload if len(payload) > 1 else payload[0], status_code=400)(
+                scope, receive, send
+            )
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": more}
+
+        await self.app(scope, replay, send)
+
+
 def build_http_app(server: Server, options: HttpOptions) -> ASGIApp:
+    security = transport_security(options)
     manager = BoundedSessionManager(
         app=server,
-        security_settings=transport_security(options),
+        security_settings=security,
         session_idle_timeout=options.session_idle_timeout,
         max_sessions=options.max_sessions,
     )
     server._session_manager = manager  # what Server.streamable_http_app would record
     app: ASGIApp = Starlette(
-        routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))],
+        routes=[
+            Route(HTTP_PATH, endpoint=ScreenedBodies(StreamableHTTPASGIApp(manager), security))
+        ],
         lifespan=lambda _: manager.run(),
     )
     if options.auth_token:
