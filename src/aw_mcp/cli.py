@@ -149,6 +149,15 @@ def _add_faults_parser(subparsers: argparse._SubParsersAction) -> None:
         "check", help="validate scenario files; name file, line and field of each error"
     )
     check.add_argument("files", nargs="+", metavar="NAME|FILE")
+    check.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="DOMAIN|FILE",
+        help="also warn about rules that name arguments the tools they match do not have, "
+        "for the tools of this domain (bundled name, domain YAML, or a tools/list capture "
+        ".json); repeatable, each checked on its own",
+    )
     check.set_defaults(handler=_check_faults)
     actions.add_parser("list", help="list the bundled scenarios").set_defaults(handler=_list_faults)
     actions.add_parser(
@@ -161,6 +170,7 @@ def _check_faults(args: argparse.Namespace) -> int:
     from aw_mcp.yaml_files import load_yaml_file
 
     failed = 0
+    scenarios = []
     for name in args.files:
         try:
             path = resolve_scenario_path(name)
@@ -169,9 +179,23 @@ def _check_faults(args: argparse.Namespace) -> int:
             failed += 1
             print(exc, file=sys.stderr)
             continue
+        scenarios.append(scenario)
         rules = len(scenario.rules)
         print(f"ok: {path}: {scenario.name} ({rules} rule{'s' * (rules > 1)})")
+    for target in args.against:
+        for gap in _argument_gaps_against(scenarios, target):
+            print(f"warning: against {target}: {gap}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _argument_gaps_against(scenarios: list, target: str) -> list[str]:
+    from aw_mcp.catalogue import Catalogue
+    from aw_mcp.domain.loader import load_domain
+    from aw_mcp.domain.mirror import mirror_domain
+    from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
+
+    domain = mirror_domain(target) if target.endswith(".json") else load_domain(target)
+    return argument_gaps(scenarios, served_tool_arguments(Catalogue([domain])))
 
 
 def _list_faults(args: argparse.Namespace) -> int:
