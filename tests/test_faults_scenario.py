@@ -88,7 +88,7 @@ def test_faults_check_reports_invalid_yaml_and_unknown_names(tmp_path, capsys):
         ("{id: r, effects: [{kind: hang}, {kind: truncate}]}", "output effects cannot apply"),
         (
             "{id: r, effects: [{kind: error, preset: http_500}, {kind: hang}]}",
-            "at most one of error, jsonrpc_error, hang",
+            "at most one of error, result, jsonrpc_error, hang",
         ),
         ("{id: r, effects: [{kind: error}]}", "give a preset or a text"),
         ("{id: r, effects: [{kind: schema_drift}]}", "give rename and/or remove"),
@@ -99,6 +99,12 @@ def test_faults_check_reports_invalid_yaml_and_unknown_names(tmp_path, capsys):
             "exactly one of equals, regex, present",
         ),
         ("{id: r, effects: []}", "at least 1 item"),
+        (
+            "{id: r, effects: [{kind: result, content: [{type: image, data: AAAA}]}]}",
+            "content[0]: mimeType: Field required",
+        ),
+        ("{id: r, effects: [{kind: result, content: [{type: video}]}]}", "type must be one of"),
+        ("{id: r, effects: [{kind: result, content: []}]}", "at least 1 item"),
     ],
 )
 def test_rules_that_cannot_work_are_refused(rule, problem):

@@ -17,7 +17,7 @@ from mcp import MCPError, types
 from mcp.server import Server
 
 from aw_mcp import __version__
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.server.arguments import argument_errors
 from aw_mcp.server.episode_identity import episode_id_for
@@ -44,8 +44,13 @@ def wire_tool(served: ServedTool) -> types.Tool:
 
 
 def call_result(answer: ToolAnswer) -> types.CallToolResult:
+    content: list[types.ContentBlock] = (
+        [CONTENT_BLOCK.validate_python(block, by_name=False) for block in answer.content]
+        if answer.content
+        else [types.TextContent(type="text", text=answer.text)]
+    )
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer.text)],
+        content=content,
         structured_content=answer.structured,
         is_error=answer.is_error,
     )
