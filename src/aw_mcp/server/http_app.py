@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp.server import Server
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import (
@@ -93,23 +94,25 @@ def transport_security(options: HttpOptions) -> TransportSecuritySettings:
 class BoundedSessionManager(StreamableHTTPSessionManager):
     """Sessions expire when idle; at the limit the least recently used idle one is closed."""
 
-    def _admit_session(self, requestor):  # type: ignore[no-untyped-def]
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
         if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
             self._evict_least_recently_used_idle_session()
         return super()._admit_session(requestor)
 
     def _evict_least_recently_used_idle_session(self) -> None:
         idle = [
-            (idle_since(transport), session_id)
+            (since, session_id)
             for session_id, transport in self._server_instances.items()
-            if idle_since(transport) is not None
+            if (since := idle_since(transport)) is not None
         ]
         if not idle:
             log.warning(
                 "all %d HTTP sessions are busy: refusing a new one", len(self._server_instances)
             )
             return
-        _, session_id = min(idle)  # type: ignore[type-var]
+        _, session_id = min(idle)
         transport = self._server_instances.pop(session_id)
         self._session_owners.pop(session_id, None)
         # Cancelling the idle scope ends the session's server task, which terminates the
