@@ -84,6 +84,13 @@ def _leading_id(line: str) -> str | int | None:
 
 
 def request_id(message: dict[str, Any]) -> str | int | None:
+    """The id of a request (a message with a method); None for notifications and responses.
+
+    A malformed response of the client's (to a server request) is never answered: an error
+    under its id would read as the answer to one of the client's own requests.
+    """
+    if "method" not in message:
+        return None
     value = message.get("id")
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
