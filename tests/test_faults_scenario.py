@@ -13,10 +13,15 @@ from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
 from aw_mcp.config import ServeSettings
 from aw_mcp.data_files import bundled_dir
-from aw_mcp.faults.scenario import bundled_scenario_names
+from aw_mcp.domain.loader import bundled_domain_names, load_domain
+from aw_mcp.domain.mirror import mirror_domain
+from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
+from aw_mcp.faults.layer import CallContext
+from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.runtime import make_faults
 from aw_mcp.yaml_files import DataFileError
+from tests.conftest import TOOL_SURFACES
 from tests.faults_support import SHOP, scenario_from
 
 SAMPLES = sorted(bundled_dir("faults").glob("*.yaml"))
@@ -83,7 +88,7 @@ def test_faults_check_reports_invalid_yaml_and_unknown_names(tmp_path, capsys):
         ("{id: r, effects: [{kind: hang}, {kind: truncate}]}", "output effects cannot apply"),
         (
             "{id: r, effects: [{kind: error, preset: http_500}, {kind: hang}]}",
-            "at most one of error, jsonrpc_error, hang",
+            "at most one of error, result, jsonrpc_error, hang",
         ),
         ("{id: r, effects: [{kind: error}]}", "give a preset or a text"),
         ("{id: r, effects: [{kind: schema_drift}]}", "give rename and/or remove"),
@@ -94,6 +99,12 @@ def test_faults_check_reports_invalid_yaml_and_unknown_names(tmp_path, capsys):
             "exactly one of equals, regex, present",
         ),
         ("{id: r, effects: []}", "at least 1 item"),
+        (
+            "{id: r, effects: [{kind: result, content: [{type: image, data: AAAA}]}]}",
+            "content[0]: mimeType: Field required",
+        ),
+        ("{id: r, effects: [{kind: result, content: [{type: video}]}]}", "type must be one of"),
+        ("{id: r, effects: [{kind: result, content: []}]}", "at least 1 item"),
     ],
 )
 def test_rules_that_cannot_work_are_refused(rule, problem):
@@ -165,3 +176,65 @@ def test_start_up_warns_about_rules_that_match_no_served_tool(tmp_path, caplog):
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 2
     assert "s/typo matches no tool" in warned[0] and "s/other-domain" in warned[1]
+
+
+MOVE_BY_PATH = """\
+name: move-guard
+rules:
+  - id: by-path
+    match: {tool: [write_file, move_file], arguments: {path: {regex: '^/etc/'}}}
+    effects: [{kind: error, text: denied}]
+  - id: absent-ok
+    match: {tool: move_file, arguments: {path: {present: false}}}
+    effects: [{kind: latency, seconds: 0.1}]
+"""
+
+
+def test_faults_check_against_a_domain_warns_about_arguments_the_tools_lack(tmp_path, capsys):
+    scenario = tmp_path / "move-guard.yaml"
+    scenario.write_text(MOVE_BY_PATH)
+    capture = TOOL_SURFACES / "filesystem.json"
+    assert (
+        main(["faults", "check", str(scenario), "--against", "terminal", "--against", str(capture)])
+        == 0
+    )
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 2  # move_file in each; write_file has `path`; present: false holds
+    assert all(
+        "move-guard/by-path" in w and "tool move_file has no argument path" in w for w in warnings
+    )
+    assert "(it has: destination, source)" in warnings[0]
+    assert "against terminal" in warnings[0] and "against " + str(capture) in warnings[1]
+
+
+def test_bundled_scenarios_fit_every_bundled_domain_and_captured_tool_surface():
+    targets = [load_domain(name) for name in bundled_domain_names()]
+    targets += [mirror_domain(path) for path in sorted(TOOL_SURFACES.glob("*.json"))]
+    scenarios = [load_scenario(path) for path in SAMPLES]
+    gaps = [
+        gap
+        for d in targets
+        for gap in argument_gaps(scenarios, served_tool_arguments(Catalogue([d])))
+    ]
+    assert gaps == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("write_file", {"path": "/etc/passwd", "content": "x"}),
+        ("edit_block", {"file_path": "/etc/passwd", "old_string": "a", "new_string": "b"}),
+        ("move_file", {"source": "/etc/passwd", "destination": "/tmp/p"}),
+        ("move_file", {"source": "/tmp/p", "destination": "/etc/passwd"}),
+    ],
+)
+def test_permission_denied_refuses_every_write_tool_on_a_system_path(tool, arguments):
+    layer = ScenarioFaultLayer([load_scenario("permission-denied")])
+    decision = layer.decide(CallContext("e", "terminal", tool, arguments, 1))
+    assert decision.answer is not None and decision.answer.is_error
+    assert (
+        "EACCES: permission denied" in decision.answer.text
+        and "/etc/passwd" in decision.answer.text
+    )
+    home = {k: v.replace("/etc/passwd", "/home/dev/notes") for k, v in arguments.items()}
+    assert layer.decide(CallContext("f", "terminal", tool, home, 1)).answer is None

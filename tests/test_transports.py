@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,56 +15,18 @@ from mcp.client.streamable_http import streamable_http_client
 from aw_mcp.episode.store import record_file_name
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.helpers import TINY_DOMAIN, text_of
+from tests.http_support import SERVE, http_serve
 
 pytestmark = pytest.mark.anyio
-SERVE = [sys.executable, "-m", "aw_mcp", "serve", "--n-ctx", "4096", "--threads", "1"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def http_server(tmp_path) -> Iterator[tuple[str, Path]]:
     """`aw-mcp serve --transport http` on a free loopback port, with call records on disk."""
-    port = free_port()
     records = tmp_path / "records"
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            *SERVE,
-            "--simulator",
-            str(TINY_DOMAIN),
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--record-dir",
-            str(records),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"server exited: {(tmp_path / 'server.log').read_text()}")
-                time.sleep(0.2)
-        else:
-            pytest.fail("the HTTP server did not start within 60 s")
-        yield f"http://127.0.0.1:{port}/mcp", records
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+    args = ["--simulator", str(TINY_DOMAIN), "--record-dir", str(records)]
+    with http_serve(tmp_path / "server.log", *args) as url:
+        yield url, records
 
 
 async def test_stdio_subprocess_lists_and_answers():

@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -16,6 +17,9 @@ from aw_mcp.commands import register_all
 from aw_mcp.config import ServeSettings
 from aw_mcp.settings_cli import add_settings_flags, settings_from_namespace
 from aw_mcp.yaml_files import DataFileError
+
+if TYPE_CHECKING:
+    from aw_mcp.server.http_app import HttpOptions
 
 log = logging.getLogger("aw_mcp")
 
@@ -36,10 +40,12 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server
-    from aw_mcp.server.transports import serve_http, serve_stdio
+    from aw_mcp.server.transports import http_app, serve_http, serve_stdio
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     server = build_server(simulator)
+    http = http_options(settings)
+    app = http_app(server, http) if settings.transport == "http" else None  # unsafe: fails here
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -52,8 +58,8 @@ def _serve(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             # Load the model in the background: tools/list answers at once, calls wait.
             tg.start_soon(simulator.engine.start)
-            if settings.transport == "http":
-                await serve_http(server, settings.host, settings.port)
+            if app is not None:
+                await serve_http(app, http)
             else:
                 await serve_stdio(server)
             tg.cancel_scope.cancel()
@@ -61,6 +67,21 @@ def _serve(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
     return 0
+
+
+def http_options(settings: ServeSettings) -> HttpOptions:
+    from aw_mcp.server.http_app import HttpOptions
+
+    token = settings.auth_token.get_secret_value() if settings.auth_token else None
+    return HttpOptions(
+        host=settings.host,
+        port=settings.port,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        allowed_hosts=tuple(settings.allowed_host),
+        allowed_origins=tuple(settings.allowed_origin),
+        auth_token=token or None,
+    )
 
 
 def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -114,6 +135,15 @@ def _add_faults_parser(subparsers: argparse._SubParsersAction) -> None:
         "check", help="validate scenario files; name file, line and field of each error"
     )
     check.add_argument("files", nargs="+", metavar="NAME|FILE")
+    check.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="DOMAIN|FILE",
+        help="also warn about rules that name arguments the tools they match do not have, "
+        "for the tools of this domain (bundled name, domain YAML, or a tools/list capture "
+        ".json); repeatable, each checked on its own",
+    )
     check.set_defaults(handler=_check_faults)
     actions.add_parser("list", help="list the bundled scenarios").set_defaults(handler=_list_faults)
     actions.add_parser(
@@ -126,6 +156,7 @@ def _check_faults(args: argparse.Namespace) -> int:
     from aw_mcp.yaml_files import load_yaml_file
 
     failed = 0
+    scenarios = []
     for name in args.files:
         try:
             path = resolve_scenario_path(name)
@@ -134,9 +165,23 @@ def _check_faults(args: argparse.Namespace) -> int:
             failed += 1
             print(exc, file=sys.stderr)
             continue
+        scenarios.append(scenario)
         rules = len(scenario.rules)
         print(f"ok: {path}: {scenario.name} ({rules} rule{'s' * (rules > 1)})")
+    for target in args.against:
+        for gap in _argument_gaps_against(scenarios, target):
+            print(f"warning: against {target}: {gap}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _argument_gaps_against(scenarios: list, target: str) -> list[str]:
+    from aw_mcp.catalogue import Catalogue
+    from aw_mcp.domain.loader import load_domain
+    from aw_mcp.domain.mirror import mirror_domain
+    from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
+
+    domain = mirror_domain(target) if target.endswith(".json") else load_domain(target)
+    return argument_gaps(scenarios, served_tool_arguments(Catalogue([domain])))
 
 
 def _list_faults(args: argparse.Namespace) -> int:

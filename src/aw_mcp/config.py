@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -74,6 +74,38 @@ class ServeSettings(BaseSettings):
         default="127.0.0.1", description="HTTP bind address", json_schema_extra=flag(TRANSPORT)
     )
     port: int = Field(default=8765, description="HTTP port", json_schema_extra=flag(TRANSPORT))
+    allowed_host: list[str] = Field(
+        default_factory=list,
+        description="HTTP: a Host header value clients may send ('name:*' for any port; "
+        "'*' turns the DNS-rebinding check off); repeatable; needed off loopback (default: "
+        "the loopback names and the bind address)",
+        json_schema_extra=flag(TRANSPORT, "HOST[:PORT|:*]"),
+    )
+    allowed_origin: list[str] = Field(
+        default_factory=list,
+        description="HTTP: an Origin header value browsers may send; repeatable (default: "
+        "http:// and https:// of each allowed host)",
+        json_schema_extra=flag(TRANSPORT, "URL"),
+    )
+    auth_token: SecretStr | None = Field(
+        default=None,
+        description="HTTP: require 'Authorization: Bearer TOKEN' on every request (prefer the "
+        "environment variable: a flag shows in the process list)",
+        json_schema_extra=flag(TRANSPORT, "TOKEN"),
+    )
+    session_idle_timeout: float = Field(
+        default=1800.0,
+        gt=0,
+        description="HTTP: seconds a handshake session may stay idle before it is closed",
+        json_schema_extra=flag(TRANSPORT, "S"),
+    )
+    max_sessions: int = Field(
+        default=1000,
+        ge=1,
+        description="HTTP: open handshake sessions at most; past this the least recently "
+        "used idle session is closed for a new client",
+        json_schema_extra=flag(TRANSPORT),
+    )
 
     # Engine
     engine: Literal["llama-cpp", "transformers", "openai"] = Field(

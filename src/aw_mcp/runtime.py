@@ -11,6 +11,7 @@ from aw_mcp.domain.mirror import MIRROR_TEMPLATE_DOMAIN, mirror_domain
 from aw_mcp.engines.base import Engine, default_inference_threads
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.episode.store import EpisodeStore, RecordSink
+from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
 from aw_mcp.faults.layer import FaultLayer, NoFaults
 from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
@@ -105,6 +106,8 @@ def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> 
         served = [(t.domain.name, t.public_name) for t in catalogue]
         for rule in layer.rules_matching_no_tool(served):
             log.warning("fault rule %s matches no tool of this server: it will never fire", rule)
+        for gap in argument_gaps(layer.scenarios, served_tool_arguments(catalogue)):
+            log.warning("fault rule %s", gap)
     return layer
 
 

@@ -34,13 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
-    import functools
     import logging
 
     import anyio
+    from mcp.server import Server
 
     from aw_mcp.episode.store import RecordSink
-    from aw_mcp.server.transports import serve_http, serve_stdio
+    from aw_mcp.server.http_app import HttpOptions
+    from aw_mcp.server.transports import http_app, serve_http, serve_stdio
     from aw_mcp.trajectories.record_proxy import domain_name_for, run_record_proxy
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(message)s")
@@ -50,11 +51,12 @@ def _record(args: argparse.Namespace) -> int:
             f"record: --domain {args.domain!r} is no domain name (lowercase letters, digits, "
             f"'-' and '_'; e.g. {domain_name_for(args.domain)!r})"
         )
-    serve = (
-        serve_stdio
-        if args.transport == "stdio"
-        else functools.partial(serve_http, host=args.host, port=args.port)
-    )
+    http = HttpOptions(host=args.host, port=args.port)
+
+    async def serve_over_http(server: Server) -> None:
+        await serve_http(http_app(server, http), http)
+
+    serve = serve_stdio if args.transport == "stdio" else serve_over_http
     try:
         anyio.run(run_record_proxy, target, RecordSink(args.out), args.domain, args.episode, serve)
     except Exception as exc:  # a server that cannot start or dies: the SDK wraps it in groups

@@ -11,7 +11,7 @@ or every call of the episode by its index (``count: all``: "from the 10th call o
 
 Effects come in three families:
 - outcome effects replace the world model's answer: ``error`` (an ``isError`` result),
-  ``jsonrpc_error``, ``hang``;
+  ``result`` (canned content blocks), ``jsonrpc_error``, ``hang``;
 - output effects damage the world model's answer: ``truncate``, ``empty``, ``corrupt``,
   ``schema_drift``;
 - additive effects: ``latency`` and ``world`` (a condition the world model must respect).
@@ -27,8 +27,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from aw_mcp.answers import CONTENT_BLOCK
 from aw_mcp.data_files import bundled_names, resolve_data_file
 from aw_mcp.yaml_files import load_yaml_file
 
@@ -177,6 +185,51 @@ class ErrorEffect(_Strict):
         return self
 
 
+class ResultEffect(_Strict):
+    """A canned result instead of the world model's answer, in MCP content blocks.
+
+    For fixtures and replays (a conformance suite's test tools, an image a real server would
+    return); blocks are MCP ``ContentBlock`` objects: ``{type: text, text}``, ``{type: image,
+    data, mimeType}``, ``{type: audio, ...}``, ``{type: resource, resource: {uri, ...}}``.
+    """
+
+    kind: Literal["result"]
+    content: list[dict[str, Any]] = Field(min_length=1, description="MCP content blocks.")
+    is_error: bool = Field(default=False, description="Answer as a failed call (isError).")
+
+    @field_validator("content")
+    @classmethod
+    def _content_blocks(cls, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for position, block in enumerate(content):
+            try:
+                CONTENT_BLOCK.validate_python(block, by_name=False)
+            except ValidationError as exc:
+                raise ValueError(f"content[{position}]: {_content_block_problem(exc)}") from None
+        return content
+
+    def summary(self) -> str:
+        """The result as text, for records and the episode's history."""
+        parts = []
+        for block in self.content:
+            if block["type"] == "text":
+                parts.append(block["text"])
+            elif block["type"] == "resource":
+                parts.append(f"[resource {block['resource'].get('uri', '')}]")
+            else:
+                parts.append(f"[{block['type']} {block.get('mimeType', '')}]".replace(" ]", "]"))
+        return "\n".join(parts)
+
+
+def _content_block_problem(error: ValidationError) -> str:
+    """What is wrong with a block, in the terms of the block type it names."""
+    problems = error.errors(include_url=False)
+    wrong_type = {p["loc"][0] for p in problems if p["loc"][1:] == ("type",)}
+    for p in problems:
+        if p["loc"][0] not in wrong_type:  # the branch whose type the block names
+            return f"{'.'.join(map(str, p['loc'][1:]))}: {p['msg']}"
+    return "type must be one of text, image, audio, resource_link, resource"
+
+
 class JsonRpcErrorEffect(_Strict):
     """The request fails with a JSON-RPC error instead of a result."""
 
@@ -279,6 +332,7 @@ class WorldEffect(_Strict):
 
 Effect = Annotated[
     ErrorEffect
+    | ResultEffect
     | JsonRpcErrorEffect
     | LatencyEffect
     | HangEffect
@@ -290,7 +344,7 @@ Effect = Annotated[
     Field(discriminator="kind"),
 ]
 
-OUTCOME_KINDS = frozenset({"error", "jsonrpc_error", "hang"})
+OUTCOME_KINDS = frozenset({"error", "result", "jsonrpc_error", "hang"})
 OUTPUT_KINDS = frozenset({"truncate", "empty", "corrupt", "schema_drift"})
 
 
@@ -308,7 +362,9 @@ class Rule(_Strict):
         kinds = [e.kind for e in self.effects]
         outcomes = [k for k in kinds if k in OUTCOME_KINDS]
         if len(outcomes) > 1:
-            raise ValueError(f"at most one of error, jsonrpc_error, hang per rule ({outcomes})")
+            raise ValueError(
+                f"at most one of error, result, jsonrpc_error, hang per rule ({outcomes})"
+            )
         if outcomes and any(k in OUTPUT_KINDS for k in kinds):
             raise ValueError(f"{outcomes[0]} replaces the answer; output effects cannot apply")
         if kinds.count("latency") > 1:

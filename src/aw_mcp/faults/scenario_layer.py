@@ -37,6 +37,7 @@ from aw_mcp.faults.scenario import (
     JsonRpcErrorEffect,
     LatencyEffect,
     Match,
+    ResultEffect,
     Rule,
     Scenario,
     WorldEffect,
@@ -156,6 +157,11 @@ class ScenarioFaultLayer:
                 text = error_text(effect, call.tool, call.arguments)
                 decision.answer = ToolAnswer(text=text, is_error=True)
                 detail = {"preset": effect.preset} if effect.preset else {}
+            elif isinstance(effect, ResultEffect):
+                decision.answer = ToolAnswer(
+                    text=effect.summary(), content=effect.content, is_error=effect.is_error
+                )
+                detail = {"blocks": [block["type"] for block in effect.content]}
             elif isinstance(effect, JsonRpcErrorEffect):
                 decision.rpc_error = JsonRpcFault(effect.code, effect.message, effect.data)
                 detail = {"code": effect.code}

@@ -18,10 +18,11 @@ from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.server.arguments import argument_errors
 from aw_mcp.server.episode_identity import end_on_close, episode_request
+from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,13 @@ def wire_tool(served: ServedTool) -> types.Tool:
 
 
 def call_result(answer: ToolAnswer) -> types.CallToolResult:
+    content: list[types.ContentBlock] = (
+        [CONTENT_BLOCK.validate_python(block, by_name=False) for block in answer.content]
+        if answer.content
+        else [types.TextContent(type="text", text=answer.text)]
+    )
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer.text)],
+        content=content,
         structured_content=answer.structured,
         is_error=answer.is_error,
     )
@@ -116,10 +122,12 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
             )
         return call_result(answer)
 
-    return Server(
+    server = Server(
         name,
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
     )
+    server.middleware.append(ExplainInvalidParams())
+    return server

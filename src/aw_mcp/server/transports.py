@@ -2,25 +2,85 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
 
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError
+from starlette.types import ASGIApp
+
+from aw_mcp.server.http_app import HTTP_PATH, HttpOptions, build_http_app
+from aw_mcp.server.malformed import screen_line
 
 log = logging.getLogger(__name__)
 
-HTTP_PATH = "/mcp"
+
+class ScreenedLines:
+    """stdin's lines for the SDK's stdio reader, minus those it would drop unanswered.
+
+    The errors those lines are owed (``screen_line``) go to ``replies``; ``serve_stdio``
+    writes them through the SDK's own writer, so they never interleave with its output.
+    """
+
+    def __init__(self, lines: AsyncIterable[str], replies: MemoryObjectSendStream[JSONRPCError]):
+        self.lines = lines
+        self.replies = replies
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async with self.replies:
+            async for line in self.lines:
+                if not line.strip():
+                    continue
+                errors = screen_line(line)
+                if errors is None:
+                    yield line
+                    continue
+                for error in errors:
+                    log.info("answered an unreadable message: %s", error.error.data)
+                    await self.replies.send(error)
 
 
 async def serve_stdio(server: Server) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    # Our own handle on fd 0 (the SDK would divert fd 0 to /dev/null for child processes;
+    # simulated tools start none).
+    stdin = anyio.wrap_file(
+        io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+    )
+    replies, pending = anyio.create_memory_object_stream[JSONRPCError](16)
+    screened: Any = ScreenedLines(stdin, replies)  # the SDK asks for an AsyncFile: lines do
+    async with stdio_server(stdin=screened) as (read_stream, write_stream):
+
+        async def answer_unreadable() -> None:
+            async with pending:
+                async for error in pending:
+                    try:
+                        await write_stream.send(SessionMessage(error))
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        log.debug("stdio closed before an error reply: %s", error.error.data)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer_unreadable)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
 
 
-async def serve_http(server: Server, host: str, port: int) -> None:
+def http_app(server: Server, options: HttpOptions) -> ASGIApp:
+    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe options."""
+    return build_http_app(server, options)
+
+
+async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    log.info("serving Streamable HTTP on http://%s:%d%s", host, port, HTTP_PATH)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_level="warning", lifespan="on"
+    )
+    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
     await uvicorn.Server(config).serve()

@@ -1,0 +1,224 @@
+"""The Streamable HTTP application: bounded sessions, DNS-rebinding protection, bearer token.
+
+Built here rather than with ``Server.streamable_http_app`` because three things it does not do
+are needed by a server that many agents (or a hostile client) reach over the network:
+- sessions are bounded: idle ones expire after ``session_idle_timeout`` seconds, and at
+  ``max_sessions`` the least recently used idle session makes room for a new client (the SDK
+  refuses every new client with 503 until a session expires on its own);
+- Host/Origin checks on every bind address (the SDK checks them only when bound to exactly
+  127.0.0.1, localhost or ::1); off loopback the allowed hosts must be given;
+- an optional bearer token, compared in constant time;
+- a POST body the SDK cannot read gets errors with the request's id and what is wrong.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mcp.server import Server
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from aw_mcp.server.malformed import screen_line
+
+log = logging.getLogger(__name__)
+
+HTTP_PATH = "/mcp"
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+ANY_HOST = "*"
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    session_idle_timeout: float = 1800.0
+    max_sessions: int = 1000
+    allowed_hosts: Sequence[str] = field(default_factory=tuple)
+    allowed_origins: Sequence[str] = field(default_factory=tuple)
+    auth_token: str | None = None
+
+
+class HttpConfigError(ValueError):
+    """The HTTP settings would expose the server unsafely; the message says what to set."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(options: HttpOptions) -> TransportSecuritySettings:
+    """Host/Origin checks for ``options``; raise HttpConfigError when off loopback unconfigured."""
+    hosts = list(options.allowed_hosts)
+    if ANY_HOST in hosts:  # an explicit opt-out, e.g. behind a proxy that checks Host itself
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    if not hosts:
+        if not is_loopback(options.host):
+            raise HttpConfigError(
+                f"--host {options.host} is not a loopback address: any web page could reach "
+                "this server through DNS rebinding. Name the Host values clients use with "
+                "--allowed-host (e.g. --allowed-host 'myserver.lan:*'; '*' turns the check off), "
+                "and consider --auth-token."
+            )
+        bind = f"[{options.host}]" if ":" in options.host else options.host
+        hosts = [*LOOPBACK_HOSTS, f"{bind}:*"]
+    origins = list(options.allowed_origins) or [
+        f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class BoundedSessionManager(StreamableHTTPSessionManager):
+    """Sessions expire when idle; at the limit the least recently used idle one is closed."""
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            self._evict_least_recently_used_idle_session()
+        return super()._admit_session(requestor)
+
+    def _evict_least_recently_used_idle_session(self) -> None:
+        idle = [
+            (since, session_id)
+            for session_id, transport in self._server_instances.items()
+            if (since := idle_since(transport)) is not None
+        ]
+        if not idle:
+            log.warning(
+                "all %d HTTP sessions are busy: refusing a new one", len(self._server_instances)
+            )
+            return
+        _, session_id = min(idle)
+        transport = self._server_instances.pop(session_id)
+        self._session_owners.pop(session_id, None)
+        # Cancelling the idle scope ends the session's server task, which terminates the
+        # transport (its id then answers 404), as an idle timeout would.
+        assert transport.idle_scope is not None
+        transport.idle_scope.cancel()
+        log.info("HTTP session %s closed to make room for a new client", session_id)
+
+
+def idle_since(transport: StreamableHTTPServerTransport) -> float | None:
+    """When the session's idle countdown started; None while a request is in flight.
+
+    Reads the SDK transport's countdown (mcp 2.3 has no public accessor): its idle scope's
+    deadline is set to ``last request end + idle timeout`` and is infinite while busy.
+    """
+    scope = transport.idle_scope
+    if scope is None or scope.cancel_called or not math.isfinite(scope.deadline):
+        return None
+    return scope.deadline
+
+
+class BearerTokenMiddleware:
+    """Answer 401 unless the request carries ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+        if not hmac.compare_digest(given, self.expected):
+            response = JSONResponse(
+                {"error": "unauthorized", "message": "send 'Authorization: Bearer <token>'"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="aw-mcp"'},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class ScreenedBodies:
+    """Answer a POST body the SDK cannot read with the JSON-RPC errors its requests are owed.
+
+    The SDK answers such a body with 400 and a null id; this puts the request's id and a
+    ``data`` that says what is wrong in the 400 (``screen_line``, as on stdio). Requests that
+    fail the Host/Origin check, and bodies over the size limit, go on to the SDK untouched.
+    """
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
+        self.app = app
+        self.security = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        if await self.security.validate_request(Request(scope), is_post=True) is not None:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if not more and (errors := screen_line(body.decode("utf-8", errors="replace"))):
+            payload = [e.model_dump(mode="json", by_alias=True) for e in errors]
+            await JSONResponse(payload if len(payload) > 1 else payload[0], status_code=400)(
+                scope, receive, send
+            )
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": more}
+
+        await self.app(scope, replay, send)
+
+
+def build_http_app(server: Server, options: HttpOptions) -> ASGIApp:
+    security = transport_security(options)
+    manager = BoundedSessionManager(
+        app=server,
+        security_settings=security,
+        session_idle_timeout=options.session_idle_timeout,
+        max_sessions=options.max_sessions,
+    )
+    server._session_manager = manager  # what Server.streamable_http_app would record
+    app: ASGIApp = Starlette(
+        routes=[
+            Route(HTTP_PATH, endpoint=ScreenedBodies(StreamableHTTPASGIApp(manager), security))
+        ],
+        lifespan=lambda _: manager.run(),
+    )
+    if options.auth_token:
+        app = BearerTokenMiddleware(app, options.auth_token)
+    return app
