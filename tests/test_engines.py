@@ -37,17 +37,6 @@ COMMANDS = ["echo alpha", "ls /tmp/beta", "cat gamma.txt"]
 
 
 @pytest.fixture(scope="module")
-def transformers_engine():
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
-
-    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=TEST_THREADS))
-    engine.load_now()  # ~15 s: the GGUF is dequantized to float32 once for this module
-    return engine
-
-
-@pytest.fixture(scope="module")
 def llama_server_url() -> Iterator[str]:
     with llama_cpp_server(embedded_model_path()) as url:
         yield url
@@ -180,7 +169,7 @@ async def test_transformers_cache_memory_is_bounded(transformers_engine):
         for i in range(4):
             messages = [_message("user", f"Episode {i}: " + "list the files please. " * 10)]
             await engine.generate(_request(messages, f"bounded-{i}", max=4))
-        assert engine.cache_bytes <= engine.options.cache_budget_bytes
+        assert engine.snapshot_bytes <= engine.options.cache_budget_bytes
         assert engine.counters.snapshot_evictions > evictions
     finally:
         engine.options.cache_budget_bytes = saved_budget

@@ -107,6 +107,7 @@ class LlamaCppEngine:
         self._active_key: str | None = None  # whose tokens are in the live KV cache
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
         self._snapshot_bytes = 0
+        self._state_lock = threading.Lock()  # snapshots and _active_key (forget() vs worker)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -306,15 +307,16 @@ class LlamaCppEngine:
 
     def _switch_to(self, key: str | None) -> bool:
         """Make ``key``'s KV state the live one. True if it was restored from a snapshot."""
-        if key is None or key == self._active_key:
-            return False
         import llama_cpp
 
         llm = self._llm
-        if self._active_key is not None and llm.n_tokens > 0:
-            self._save_snapshot(self._active_key)
-        self._active_key = key
-        snapshot = self._snapshots.pop(key, None)
+        with self._state_lock:
+            if key is None or key == self._active_key:
+                return False
+            if self._active_key is not None and llm.n_tokens > 0:
+                self._save_snapshot(self._active_key)
+            self._active_key = key
+            snapshot = self._snapshots.pop(key, None)
         if snapshot is None:
             # A new episode: keep whatever is live, its shared prefix (instructions, tools,
             # demonstrations of the same domain) is reused by the prefix match.
@@ -356,6 +358,22 @@ class LlamaCppEngine:
                 old_key,
                 old.nbytes,
             )
+
+    @property
+    def load(self) -> int:
+        return self.scheduler.load
+
+    @property
+    def snapshot_bytes(self) -> int:
+        return self._snapshot_bytes
+
+    def forget(self, cache_key: str) -> None:
+        with self._state_lock:
+            snapshot = self._snapshots.pop(cache_key, None)
+            if snapshot is not None:
+                self._snapshot_bytes -= snapshot.nbytes
+            if self._active_key == cache_key:
+                self._active_key = None  # its live KV is not saved when the next one runs
 
     def _count(self, stats: GenerationStats) -> None:
         self.counters.add_generation(stats)

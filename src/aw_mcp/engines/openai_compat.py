@@ -192,6 +192,15 @@ class OpenAICompatEngine:
         self._raise_for_status(response, "GET /models")
         return response.json()
 
+    @property
+    def load(self) -> int:
+        """Requests in flight here (the server batches them; it has no queue of ours)."""
+        return 0 if self._limiter is None else self._limiter.borrowed_tokens
+
+    def forget(self, cache_key: str) -> None:
+        """Nothing to drop: the server keeps no per-episode state of ours (its prefix cache
+        is its own business)."""
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()

@@ -124,6 +124,8 @@ class TransformersEngine:
         self._caches: OrderedDict[str, _EpisodeCache] = OrderedDict()
         self._cache_bytes = 0
         self._last_key: str | None = None
+        self._state_lock = threading.Lock()  # the caches (forget() vs the worker)
+        self._forgotten: set[str] = set()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -218,9 +220,21 @@ class TransformersEngine:
 
     def forget_caches(self) -> None:
         """Drop every episode's KV cache (they re-evaluate their history next time)."""
-        self._caches.clear()
-        self._cache_bytes = 0
-        self._last_key = None
+        with self._state_lock:
+            self._caches.clear()
+            self._cache_bytes = 0
+            self._last_key = None
+
+    def forget(self, cache_key: str) -> None:
+        with self._state_lock:
+            entry = self._caches.pop(cache_key, None)
+            if entry is not None:
+                self._cache_bytes -= entry.nbytes
+            self._forgotten.add(cache_key)  # a generation in flight does not keep it
+
+    @property
+    def load(self) -> int:
+        return self.scheduler.load
 
     # -- prompts ---------------------------------------------------------------------------
 
@@ -351,7 +365,9 @@ class TransformersEngine:
         """This episode's kept cache (True if another episode ran since), or a new one."""
         switched = self._last_key is not None and self._last_key != key
         self._last_key = key
-        entry = self._caches.pop(key, None)
+        with self._state_lock:
+            self._forgotten.discard(key)
+            entry = self._caches.pop(key, None)
         if entry is not None:
             self._cache_bytes -= entry.nbytes
             if switched:
@@ -400,6 +416,10 @@ class TransformersEngine:
     def _keep(self, key: str, entry: _EpisodeCache) -> None:
         entry.nbytes = _cache_nbytes(entry.cache)
         budget = self.options.cache_budget_bytes
+        with self._state_lock:
+            if key in self._forgotten:
+                self._forgotten.discard(key)
+                return
         if entry.nbytes > budget:
             log.info("KV cache of %r (%d bytes) is over the budget; not kept", key, entry.nbytes)
             return
@@ -413,7 +433,7 @@ class TransformersEngine:
             log.info("dropped the KV cache of %r (%d bytes): over budget", old_key, old.nbytes)
 
     @property
-    def cache_bytes(self) -> int:
+    def snapshot_bytes(self) -> int:
         return self._cache_bytes
 
 
