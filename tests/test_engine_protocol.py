@@ -26,7 +26,12 @@ def _request(key: str, text: str) -> GenerationRequest:
 
 
 def test_every_engine_implements_the_whole_protocol():
-    engines = [FakeEngine(), OpenAICompatEngine(), small_embedded_engine(), EnginePool([FakeEngine()])]
+    engines = [
+        FakeEngine(),
+        OpenAICompatEngine(),
+        small_embedded_engine(),
+        EnginePool([FakeEngine()]),
+    ]
     for engine in engines:
         assert isinstance(engine, Engine), type(engine).__name__
         assert engine.load == 0

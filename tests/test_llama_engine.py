@@ -167,11 +167,19 @@ async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
     assert len(calls) == 3
 
 
-def test_stop_strings_are_found_from_the_newest_bytes():
-    from aw_mcp.engines.sequences import stop_in_output
+def test_stop_strings_are_found_from_the_newest_tokens():
+    from aw_mcp.engines.local import StopStrings
 
-    assert stop_in_output(b"x" * 5000 + b"ok", ["<|im_end|>"]) == ("", None)
-    text, cut = stop_in_output("é".encode() * 3000 + b"done<|im_end|>", ["<|im_end|>", "###"])
-    assert text[cut:] == "<|im_end|>" and text[:cut].endswith("done")
-    text, cut = stop_in_output(b"a ### b ### c", ["###"])  # the earliest occurrence
-    assert cut == 2
+    decoded = []
+
+    def detokenize(tokens):  # one character a token; records how much was decoded
+        decoded.append(len(tokens))
+        return "".join(chr(t) for t in tokens)
+
+    stops = StopStrings(["<|im_end|>", "###", ""], detokenize)
+    long_answer = [ord("x")] * 5000
+    assert stops.cut(long_answer) is None
+    assert decoded == [len("<|im_end|>") + 8]  # only the tail was decoded
+    answer = [ord(c) for c in "é" * 3000 + "done<|im_end|>"]
+    assert stops.cut(answer) == "é" * 3000 + "done"
+    assert stops.cut([ord(c) for c in "a ### b ### c"]) == "a "  # the earliest occurrence

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+
 import anyio
 
 from aw_mcp.engines.base import (
