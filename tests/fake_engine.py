@@ -40,6 +40,7 @@ class FakeEngine:
         self.requests: list[GenerationRequest] = []
         self.forgotten: list[str] = []  # every forget() call's key, in order
         self.counters = EngineCounters()
+        self.started = False
         self.closed = False
 
     @property
@@ -47,7 +48,7 @@ class FakeEngine:
         return self._context_window
 
     async def start(self) -> None:
-        return None
+        self.started = True
 
     async def count_tokens(self, messages: list[ChatMessage]) -> int:
         # About four characters a token, like common BPE vocabularies on English text.

@@ -192,7 +192,8 @@ def _serve(args: argparse.Namespace) -> int:
     from aw_mcp.server.transports import serve_http, serve_stdio
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
-    server = build_server(simulator)
+    # The server's lifespan loads the engine in the background and closes it on the way out.
+    server = build_server(simulator, owns_engine=True)
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -202,14 +203,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            # Load the model in the background: tools/list answers at once, calls wait.
-            tg.start_soon(simulator.engine.start)
-            if settings.transport == "http":
-                await serve_http(server, settings.host, settings.port)
-            else:
-                await serve_stdio(server)
-            tg.cancel_scope.cancel()
+        if settings.transport == "http":
+            await serve_http(server, settings.host, settings.port)
+        else:
+            await serve_stdio(server)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
