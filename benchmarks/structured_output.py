@@ -16,15 +16,27 @@ how many outputs validate against the tool's real outputSchema, and whether the 
 modes wrote identical text. ``--engine transformers`` runs the llguidance modes on the
 transformers engine (GBNF needs a llama.cpp vocabulary).
 
-Measured 2026-11-30 on the 2-core build machine (shared with other jobs), SmolLM2-135M Q4_1,
-llama.cpp engine, 1 thread, max_tokens 96, 6 tools, best of 2:
+Measured 2026-11-30 on the 2-core build machine while other jobs ran (so absolute speeds are
+low; compare within a run), SmolLM2-135M, 1 thread, 6 tools, greedy:
 
-    none 61.8 tok/s (0/6 valid) | gbnf/full 28.7 (6/6) | gbnf/first 52.1 (6/6)
-    llguidance/full 39.9 (6/6) | llguidance/first 53.6 (6/6)
+    llama.cpp, max_tokens 96, best of 2      tok/s   valid
+      none                                   28.0    0/6
+      gbnf/full                              19.4    6/6
+      gbnf/first                             25.2    6/6
+      llguidance/full                        28.4    6/6
+      llguidance/first                       27.5    6/6
+    transformers, max_tokens 48, 1 run
+      none                                    4.7    0/6
+      llguidance/full                         4.9    6/6
+      llguidance/first                        4.5    6/6
 
-Grammar-first output was identical to full masking for both constraints. llguidance is the
-default: as fast as the hand-written GBNF path grammar-first, faster when masking, and it is
-the only one that also constrains the transformers engine (Hugging Face tokenizers).
+llguidance is the default: every output valid, at the speed of unconstrained decoding (its
+token mask is cheap, so grammar-first gains little there), and it is the only one that also
+constrains the transformers engine. The hand-written GBNF path needs grammar-first to come
+close (full masking costs ~30%). Grammar-first wrote the same text as full masking for GBNF;
+with llguidance 5 of 6 were the same: its mask allows only the canonical tokens of forced
+text (``{"temperature":`` in one token) while checking the model's own choice accepts any
+token that spells it, so the two may tokenize forced text differently (both valid).
 
     python benchmarks/structured_output.py [--engine llama-cpp|transformers] [--threads 1]
         [--repeats 2] [--max-tokens 96]

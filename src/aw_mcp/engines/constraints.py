@@ -18,11 +18,16 @@ into ``max_tokens`` with half a JSON document.
 
 ``ConstrainedChooser`` is the sampling trick of llama.cpp's ``common_sampler``, for any
 constraint: the unconstrained choice is checked alone (cheap), and only when it is rejected
-is the whole vocabulary masked. Greedy output is the same as masking every step. Near
+is the whole vocabulary masked. With GBNF, greedy output is the same as masking every step;
+llguidance's mask allows only the canonical tokens of text the grammar forces, while the
+check accepts the model's own choice of tokens for it, so forced text may be tokenized
+differently (both valid). Near
 ``max_tokens`` it closes the document (a token made only of ``"``, ``]``, ``}`` whenever
 one is allowed) so the answer is complete JSON when the budget runs out.
 
-Measured in benchmarks/structured_output.py (numbers in its docstring).
+Measured in benchmarks/structured_output.py (numbers in its docstring): both give valid
+output for every captured schema; llguidance decodes at unconstrained speed, GBNF masking
+every step costs ~30% (grammar-first recovers most of it).
 """
 
 from __future__ import annotations
