@@ -183,3 +183,14 @@ def test_stop_strings_are_found_from_the_newest_tokens():
     answer = [ord(c) for c in "é" * 3000 + "done<|im_end|>"]
     assert stops.cut(answer) == "é" * 3000 + "done"
     assert stops.cut([ord(c) for c in "a ### b ### c"]) == "a "  # the earliest occurrence
+
+
+async def test_a_prompt_the_chat_template_refuses_is_a_clear_engine_error(embedded_engine):
+    from aw_mcp.engines.chat_format import ChatRenderer
+
+    await embedded_engine.start()
+    embedded_engine._renderer = ChatRenderer(
+        template="{{ raise_exception('roles must alternate') }}"
+    )
+    with pytest.raises(EngineError, match="could not render or tokenize the prompt: roles must"):
+        await embedded_engine.count_tokens(COUNTING)

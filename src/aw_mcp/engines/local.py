@@ -208,7 +208,12 @@ class LocalEngine(ABC):
     # -- preparing a request (worker thread, before the turn) ------------------------------
 
     def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
-        return self._prompt_tokens.get(messages, self._render_and_tokenize)
+        try:
+            return self._prompt_tokens.get(messages, self._render_and_tokenize)
+        except EngineError:
+            raise
+        except Exception as exc:  # a chat template's raise_exception, a tokenizer failure
+            raise EngineError(f"could not render or tokenize the prompt: {exc}") from exc
 
     def _prepare(self, request: GenerationRequest) -> tuple[list[int], TokenConstraint | None]:
         tokens = self._tokenize(request.messages)
