@@ -62,7 +62,7 @@ def make_engine(config: Config, n_ctx: int) -> Engine:
 
 
 def counters_of(engine: Engine) -> EngineCounters:
-    return engine.counters  # type: ignore[attr-defined]
+    return engine.counters
 
 
 def max_waiting(engine: Engine) -> int:

@@ -43,11 +43,9 @@ COMMANDS = [
 class NoReuseEngine(LlamaCppEngine):
     """The embedded engine with its KV cache dropped before every generation."""
 
-    def _generate_blocking(self, tokens, request, control, grammar):
-        if self._llm is not None:
-            self._llm.n_tokens = 0
-            self._active_key = None
-        return super()._generate_blocking(tokens, request, control, grammar)
+    def _generate_blocking(self, *args):
+        self.forget_all()
+        return super()._generate_blocking(*args)
 
 
 async def run(engine: LlamaCppEngine, steps: int, episodes: int) -> dict[str, float]:

@@ -41,3 +41,16 @@ def embedded_engine() -> LlamaCppEngine:
 def module_engine() -> LlamaCppEngine:
     """One engine for a whole test module, so calls reuse the KV cache of shared prompts."""
     return small_embedded_engine()
+
+
+@pytest.fixture(scope="session")
+def transformers_engine():
+    """The embedded GGUF through transformers, loaded once per test session (~15 s: the
+    GGUF is dequantized to float32)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
+
+    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=TEST_THREADS))
+    engine.load_now()
+    return engine

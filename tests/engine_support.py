@@ -64,6 +64,17 @@ class RecordingEngine:
     def context_window(self) -> int:
         return self.engine.context_window
 
+    @property
+    def counters(self):
+        return self.engine.counters
+
+    @property
+    def load(self) -> int:
+        return self.engine.load
+
+    def forget(self, cache_key: str) -> None:
+        self.engine.forget(cache_key)
+
     async def start(self) -> None:
         await self.engine.start()
 

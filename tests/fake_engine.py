@@ -19,6 +19,7 @@ from aw_mcp.engines.base import (
     GenerationResult,
     GenerationStats,
 )
+from aw_mcp.engines.counters import EngineCounters
 
 
 class FakeEngine:
@@ -37,14 +38,17 @@ class FakeEngine:
         self.delay = delay
         self.fail_with = fail_with
         self.requests: list[GenerationRequest] = []
-        self.forgotten: list[str] = []  # cache keys the simulator told it to forget
+        self.forgotten: list[str] = []  # every forget() call's key, in order
+        self.counters = EngineCounters()
+        self.started = False
+        self.closed = False
 
     @property
     def context_window(self) -> int:
         return self._context_window
 
     async def start(self) -> None:
-        return None
+        self.started = True
 
     async def count_tokens(self, messages: list[ChatMessage]) -> int:
         # About four characters a token, like common BPE vocabularies on English text.
@@ -59,15 +63,19 @@ class FakeEngine:
         if self.fail_with:
             raise EngineError(self.fail_with)
         text = self._reply(request) if callable(self._reply) else self._reply
-        return GenerationResult(
-            text=text, finish_reason="stop", stats=GenerationStats(completion_tokens=1)
-        )
+        stats = GenerationStats(completion_tokens=1)
+        self.counters.add_generation(stats)
+        return GenerationResult(text=text, finish_reason="stop", stats=stats)
+
+    @property
+    def load(self) -> int:
+        return 0
 
     def forget(self, cache_key: str) -> None:
         self.forgotten.append(cache_key)
 
     async def aclose(self) -> None:
-        return None
+        self.closed = True
 
     @property
     def last_prompt(self) -> str:

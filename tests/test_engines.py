@@ -37,17 +37,6 @@ COMMANDS = ["echo alpha", "ls /tmp/beta", "cat gamma.txt"]
 
 
 @pytest.fixture(scope="module")
-def transformers_engine():
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
-
-    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=TEST_THREADS))
-    engine.load_now()  # ~15 s: the GGUF is dequantized to float32 once for this module
-    return engine
-
-
-@pytest.fixture(scope="module")
 def llama_server_url() -> Iterator[str]:
     with llama_cpp_server(embedded_model_path()) as url:
         yield url
@@ -143,8 +132,8 @@ async def test_transformers_cached_continuation_matches_a_cold_start(transformer
     await engine.generate(_request(messages[:2], "warm"))
     warm = await engine.generate(_request(messages, "warm"))
     assert warm.stats.reused_prompt_tokens > 0
-    # With every kept cache dropped, the same prompt is evaluated from scratch.
-    engine.forget_caches()
+    # With every kept state dropped, the same prompt is evaluated from scratch.
+    engine.forget_all()
     cold = await engine.generate(_request(messages, "cold"))
     assert cold.stats.reused_prompt_tokens == 0
     assert cold.stats.evaluated_prompt_tokens == cold.stats.prompt_tokens
@@ -173,17 +162,17 @@ async def test_transformers_stop_strings_and_cancel(transformers_engine):
 @pytest.mark.anyio
 async def test_transformers_cache_memory_is_bounded(transformers_engine):
     engine = transformers_engine
-    saved_budget = engine.options.cache_budget_bytes
-    engine.options.cache_budget_bytes = 8 << 20  # ~180 tokens of SmolLM2 float32 KV
+    saved_budget = engine.snapshots.budget_bytes
+    engine.snapshots.budget_bytes = 8 << 20  # ~180 tokens of SmolLM2 float32 KV
     evictions = engine.counters.snapshot_evictions
     try:
         for i in range(4):
             messages = [_message("user", f"Episode {i}: " + "list the files please. " * 10)]
             await engine.generate(_request(messages, f"bounded-{i}", max=4))
-        assert engine.cache_bytes <= engine.options.cache_budget_bytes
+        assert engine.snapshot_bytes <= engine.snapshots.budget_bytes
         assert engine.counters.snapshot_evictions > evictions
     finally:
-        engine.options.cache_budget_bytes = saved_budget
+        engine.snapshots.budget_bytes = saved_budget
 
 
 @pytest.mark.anyio

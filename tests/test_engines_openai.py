@@ -9,6 +9,7 @@ cannot be made to fail or to think on cue.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import anyio
@@ -178,6 +179,36 @@ async def test_retries_5xx_with_backoff_and_sends_the_api_key(monkeypatch):
     body = json.loads(chats[0].content)
     assert body["model"] == "served-model" and body["stream"] is True
     assert engine.context_window == 2048  # the server's smaller limit wins
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("header", ["1", "HTTP-DATE"])
+async def test_a_429_waits_as_long_as_retry_after_says(header):
+    if header == "HTTP-DATE":
+        from email.utils import formatdate
+
+        header = formatdate(time.time() + 2, usegmt=True)  # 1-2 s from now, by the clock
+    seen: list[httpx.Request] = []
+    responses = [
+        httpx.Response(
+            429, json={"error": {"message": "slow down"}}, headers={"Retry-After": header}
+        ),
+        _stream_response(_delta("stop", content="ok")),
+    ]
+    engine = OpenAICompatEngine(
+        OpenAICompatOptions(base_url="http://server/v1", backoff_s=0.01),
+        transport=_transport(responses, seen),
+    )
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    engine._sleep = record
+    result = await engine.generate(GenerationRequest(messages=HELLO, max_tokens=4))
+    assert result.text == "ok"
+    (wait,) = waits
+    assert 0.9 <= wait <= 2.0  # the server's wait, not the 0.01 s backoff
 
 
 @pytest.mark.anyio

@@ -167,11 +167,30 @@ async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
     assert len(calls) == 3
 
 
-def test_stop_strings_are_found_from_the_newest_bytes():
-    from aw_mcp.engines.sequences import stop_in_output
+def test_stop_strings_are_found_from_the_newest_tokens():
+    from aw_mcp.engines.local import StopStrings
 
-    assert stop_in_output(b"x" * 5000 + b"ok", ["<|im_end|>"]) == ("", None)
-    text, cut = stop_in_output("é".encode() * 3000 + b"done<|im_end|>", ["<|im_end|>", "###"])
-    assert text[cut:] == "<|im_end|>" and text[:cut].endswith("done")
-    text, cut = stop_in_output(b"a ### b ### c", ["###"])  # the earliest occurrence
-    assert cut == 2
+    decoded = []
+
+    def detokenize(tokens):  # one character a token; records how much was decoded
+        decoded.append(len(tokens))
+        return "".join(chr(t) for t in tokens)
+
+    stops = StopStrings(["<|im_end|>", "###", ""], detokenize)
+    long_answer = [ord("x")] * 5000
+    assert stops.cut(long_answer) is None
+    assert decoded == [len("<|im_end|>") + 8]  # only the tail was decoded
+    answer = [ord(c) for c in "é" * 3000 + "done<|im_end|>"]
+    assert stops.cut(answer) == "é" * 3000 + "done"
+    assert stops.cut([ord(c) for c in "a ### b ### c"]) == "a "  # the earliest occurrence
+
+
+async def test_a_prompt_the_chat_template_refuses_is_a_clear_engine_error(embedded_engine):
+    from aw_mcp.engines.chat_format import ChatRenderer
+
+    await embedded_engine.start()
+    embedded_engine._renderer = ChatRenderer(
+        template="{{ raise_exception('roles must alternate') }}"
+    )
+    with pytest.raises(EngineError, match="could not render or tokenize the prompt: roles must"):
+        await embedded_engine.count_tokens(COUNTING)

@@ -12,15 +12,14 @@ from mcp import Client
 
 from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.engines.constraints import GbnfConstraint, LlguidanceConstraint
 from aw_mcp.engines.json_grammar import (
-    GrammarFirstSampler,
     _worst_chars,
     bounded_pattern,
     grammar_view,
-    json_schema_grammar,
     number_rule,
 )
-from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions, embedded_model_path
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 from tests.conftest import TOOL_SURFACES
 from tests.fake_engine import FakeEngine
 from tests.tool_calls import example_arguments, simulated_server, with_max_tokens
@@ -117,50 +116,76 @@ def test_bounded_patterns_accept_a_subset(pattern, matching, other):
     assert not re.fullmatch(bounded, other)
 
 
-# -- grammars in llama.cpp -------------------------------------------------------------------
+# -- constraints in the engines ---------------------------------------------------------------
+
+KINDS = ["llguidance", "gbnf"]
 
 
 @pytest.fixture(scope="module")
-def llm():
-    import llama_cpp
-
-    return llama_cpp.Llama(
-        model_path=str(embedded_model_path()), n_ctx=1024, n_threads=2, verbose=False
-    )
+def engine():
+    engine = LlamaCppEngine(LlamaCppOptions(n_ctx=1024, n_threads=2))
+    engine.load_now()
+    return engine
 
 
 @pytest.mark.parametrize(("tool", "schema"), OUTPUT_SCHEMAS, ids=[n for n, _ in OUTPUT_SCHEMAS])
-def test_every_captured_output_schema_compiles_in_llama_cpp(tool, schema, llm):
+def test_every_captured_output_schema_compiles_for_both_constraints(tool, schema, engine):
+    vocab, n_vocab = engine._llm._model.vocab, engine._llm.n_vocab()
     for max_tokens in (16, 512):
-        grammar = json_schema_grammar(schema, max_tokens)
-        sampler = GrammarFirstSampler(llm, grammar, llm._init_sampler(temp=0.0))
-        sampler.close()
+        GbnfConstraint(vocab, n_vocab, schema, max_tokens).close()
+        constraint = LlguidanceConstraint(engine._llguidance_tokenizer(), schema, max_tokens)
+        assert constraint.allowed_mask(n_vocab).any()
 
 
-def _decode(llm, sampler, prompt: str, limit: int) -> tuple[str, int, bool]:
-    """Greedy decoding with ``sampler``: (text, tokens, ended with end-of-generation)."""
-    import llama_cpp
-
-    llm.reset()
-    llm.eval(llm.tokenize(prompt.encode(), add_bos=True, special=True))
-    out = bytearray()
-    for n in range(limit):
-        token = sampler.sample(llm._ctx, -1)
-        if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
-            return out.decode(errors="replace"), n, True
-        out += llm._model.detokenize([token])
-        llm.eval([token])
-    return out.decode(errors="replace"), limit, False
+def _request(schema: dict, max_tokens: int, prompt: str = "Reply:") -> GenerationRequest:
+    return GenerationRequest(
+        messages=[ChatMessage(role="user", content=prompt)],
+        max_tokens=max_tokens,
+        json_schema=schema,
+    )
 
 
-def _looping_chain(llm, token: int):
-    """A sampler chain that always wants ``token``: a model stuck in a loop."""
-    from llama_cpp._internals import LlamaSampler
+@pytest.fixture
+def looping(engine, monkeypatch):
+    """The engine as a model stuck in a loop: it always wants the token "a"."""
+    loop = engine._llm.tokenize(b"a", add_bos=False)[0]
+    logits = engine._logits
 
-    chain = LlamaSampler()
-    chain.add_logit_bias(llm.n_vocab(), {token: 100.0})
-    chain.add_greedy()
-    return chain
+    def biased():
+        values = logits()
+        values[loop] += 100.0
+        return values
+
+    monkeypatch.setattr(engine, "_logits", biased)
+    return engine
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_looping_model_is_cut_off_by_the_string_bound(looping, kind, monkeypatch):
+    monkeypatch.setattr(looping.options, "constraint", kind)
+    schema = {
+        "type": "object",
+        "properties": {"content": {"type": "string", "maxLength": 10}},
+        "required": ["content"],
+    }
+    result = await looping.generate(_request(schema, 200))
+    assert result.finish_reason == "stop", result.text
+    assert json.loads(result.text) == {"content": "a" * 10}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_near_max_tokens_the_document_is_closed(looping, kind, monkeypatch):
+    monkeypatch.setattr(looping.options, "constraint", kind)
+    closing_steps = looping.counters.extra.get("grammar_closing_steps", 0)
+    max_tokens = 60  # the schema allows strings far longer than 60 tokens
+    result = await looping.generate(_request(SCHEMA, max_tokens))
+    value = json.loads(result.text)  # complete within max_tokens
+    jsonschema.validate(value, SCHEMA)
+    assert set(value["content"]) == {"a"}
+    assert result.stats.completion_tokens <= max_tokens
+    assert looping.counters.extra["grammar_closing_steps"] > closing_steps
 
 
 SCHEMA = {
@@ -170,49 +195,48 @@ SCHEMA = {
 }
 
 
-def test_a_looping_model_is_cut_off_by_the_string_bound(llm):
-    loop = llm.tokenize(b"a", add_bos=False)[0]
-    unconstrained, _, ended = _decode(llm, _looping_chain(llm, loop), "Reply:", 20)
-    assert not ended and set(unconstrained) == {"a"}  # left alone it never stops
-    grammar = json_schema_grammar(SCHEMA, 16)
-    sampler = GrammarFirstSampler(llm, grammar, _looping_chain(llm, loop))
-    text, _, ended = _decode(llm, sampler, "Reply:", 200)
-    assert ended, "the grammar ends the document even though the model wants more"
-    value = json.loads(text)
-    jsonschema.validate(value, SCHEMA)
-    assert set(value["content"]) == {"a"}
-    assert len(value["content"]) == grammar_view(SCHEMA, 16)["properties"]["content"]["maxLength"]
-
-
-def test_near_max_tokens_the_sampler_closes_the_document(llm):
-    loop = llm.tokenize(b"a", add_bos=False)[0]
-    max_tokens = 30
-    grammar = json_schema_grammar(SCHEMA, 512)  # strings allowed far longer than 30 tokens
-    sampler = GrammarFirstSampler(llm, grammar, _looping_chain(llm, loop), max_tokens=max_tokens)
-    text, used, _ = _decode(llm, sampler, "Reply:", max_tokens)
-    value = json.loads(text)  # complete within max_tokens
-    jsonschema.validate(value, SCHEMA)
-    assert used <= max_tokens and sampler.closing_steps > 0
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_grammar_first_masks_the_vocabulary_only_when_the_choice_breaks_the_grammar(
+    engine, kind, monkeypatch
+):
+    schema = json.loads((TOOL_SURFACES / "memory.json").read_text())["tools"][6]["outputSchema"]
+    request = _request(schema, 96, "List the knowledge graph as JSON.")
+    monkeypatch.setattr(engine.options, "constraint", kind)
+    texts = {}
+    for check_first in (True, False):
+        monkeypatch.setattr(engine.options, "grammar_first", check_first)
+        before = dict(engine.counters.extra)
+        texts[check_first] = (await engine.generate(request)).text
+        jsonschema.validate(json.loads(texts[check_first]), schema)
+        steps = engine.counters.extra["grammar_steps"] - before.get("grammar_steps", 0)
+        rejected = engine.counters.extra.get("grammar_rejections", 0) - before.get(
+            "grammar_rejections", 0
+        )
+        if check_first:  # some choices broke the grammar, the others were kept as they were
+            assert 0 < rejected < steps
+        else:
+            assert rejected == 0
+    if kind == "gbnf":
+        # Greedy: the same text. (llguidance's mask allows only the canonical tokens of
+        # forced text, so its two modes may tokenize that text differently.)
+        assert texts[True] == texts[False]
 
 
 @pytest.mark.anyio
-async def test_grammar_first_gives_the_same_output_with_fewer_full_vocabulary_passes():
+async def test_transformers_output_with_a_json_schema_validates(transformers_engine):
     schema = json.loads((TOOL_SURFACES / "time.json").read_text())["tools"][0]["outputSchema"]
     request = GenerationRequest(
         messages=[
             ChatMessage(role="system", content="You are the get_current_time tool. Answer JSON."),
             ChatMessage(role="user", content='get_current_time {"timezone": "Europe/Paris"}'),
         ],
-        max_tokens=96,
+        max_tokens=64,
         json_schema=schema,
     )
-    outputs = {}
-    for check_first in (True, False):
-        engine = LlamaCppEngine(LlamaCppOptions(n_ctx=1024, n_threads=2, grammar_first=check_first))
-        outputs[check_first] = (await engine.generate(request)).text
-        await engine.aclose()
-    assert outputs[True] == outputs[False]
-    jsonschema.validate(json.loads(outputs[True]), schema)
+    result = await transformers_engine.generate(request)
+    jsonschema.validate(json.loads(result.text), schema)
+    assert transformers_engine.counters.extra["grammar_steps"] > 0
 
 
 # -- through a real MCP client -----------------------------------------------------------------
@@ -260,24 +284,6 @@ async def test_output_that_breaks_the_schema_is_retried_then_an_error(reply):
     assert "outputSchema" in result.content[0].text
     assert len(fake.requests) == 3  # the first answer and two retries
     assert fake.requests[0].json_schema == domain.tool("read_text_file").output_schema
-
-
-def test_grammar_first_checks_one_token_and_falls_back_only_when_rejected(llm):
-    schema = json.loads((TOOL_SURFACES / "memory.json").read_text())["tools"][6]["outputSchema"]
-    grammar = json_schema_grammar(schema, 96)
-    prompt = (
-        "<|im_start|>user\nList the knowledge graph as JSON.<|im_end|>\n<|im_start|>assistant\n"
-    )
-    texts = {}
-    for check_first in (True, False):
-        sampler = GrammarFirstSampler(
-            llm, grammar, llm._init_sampler(temp=0.0), check_first=check_first
-        )
-        texts[check_first], _, _ = _decode(llm, sampler, prompt, 96)
-        if check_first:
-            # The trick did work: some choices broke the grammar, most did not.
-            assert 0 < sampler.rejections < sampler.steps / 2
-    assert texts[True] == texts[False]
 
 
 def test_urls_and_emails_are_shaped_like_urls_and_emails():

@@ -43,7 +43,8 @@ def _serve(args: argparse.Namespace) -> int:
     from aw_mcp.server.transports import http_app, serve_http, serve_stdio
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
-    server = build_server(simulator)
+    # The server's lifespan loads the engine in the background and closes it on the way out.
+    server = build_server(simulator, owns_engine=True)
     http = http_options(settings)
     app = http_app(server, http) if settings.transport == "http" else None  # unsafe: fails here
     log.info(
@@ -55,14 +56,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            # Load the model in the background: tools/list answers at once, calls wait.
-            tg.start_soon(simulator.engine.start)
-            if app is not None:
-                await serve_http(app, http)
-            else:
-                await serve_stdio(server)
-            tg.cancel_scope.cancel()
+        if app is not None:
+            await serve_http(app, http)
+        else:
+            await serve_stdio(server)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)

@@ -69,7 +69,7 @@ def _local_engine(settings: ServeSettings, threads: int | None) -> Engine:
                 device_map=settings.device_map,
                 n_ctx=settings.n_ctx,
                 n_threads=threads,
-                cache_budget_bytes=settings.kv_snapshot_mb << 20,
+                snapshot_budget_bytes=settings.kv_snapshot_mb << 20,
                 trust_remote_code=settings.trust_remote_code,
             )
         )

@@ -12,9 +12,12 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from aw_mcp.engines.counters import EngineCounters
 
 Role = Literal["system", "user", "assistant"]
 
@@ -86,13 +89,30 @@ class GenerationControl:
 
 @runtime_checkable
 class Engine(Protocol):
-    """A text generator. Implementations must be safe to call from many tasks at once."""
+    """A text generator. Implementations must be safe to call from many tasks at once.
+
+    Everything a caller (the simulator, ``EnginePool``, benchmarks) reads is declared here;
+    nothing outside this protocol is reached for with ``getattr``.
+
+    Lifetime: ``start()`` once (it may be slow: it loads a model; calls wait for it),
+    ``aclose()`` once at shutdown (frees the model, pools and HTTP clients; idempotent).
+    """
 
     name: str
 
     @property
     def context_window(self) -> int:
         """How many tokens a prompt plus its completion may hold."""
+        ...
+
+    @property
+    def counters(self) -> EngineCounters:
+        """Totals since start (generations, tokens, KV snapshot saves/restores/evictions)."""
+        ...
+
+    @property
+    def load(self) -> int:
+        """Requests running or waiting here now (a pool sends new episodes to the lowest)."""
         ...
 
     async def start(self) -> None:
@@ -109,4 +129,17 @@ class Engine(Protocol):
         """Generate a completion. Cancelling the awaiting task stops generation promptly."""
         ...
 
-    async def aclose(self) -> None: ...
+    def forget(self, cache_key: str) -> None:
+        """Drop every piece of state kept for ``cache_key`` (an episode that ended or was
+        evicted): KV snapshots, routing entries. A later request with that key starts cold.
+
+        Synchronous and non-blocking on purpose: it is called from the episode store's
+        eviction, which is plain code on the event loop. It only drops bookkeeping under a
+        short lock, never waits for a generation in progress; a generation running for the
+        key when it is forgotten does not keep its state afterwards. Unknown keys are fine.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Free the model / connections. Idempotent; the engine is not used afterwards."""
+        ...

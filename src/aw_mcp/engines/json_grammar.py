@@ -1,6 +1,6 @@
 """Grammars that keep a model's output valid against a tool's outputSchema, and always finite.
 
-Three pieces, used by the llama.cpp engine:
+Two pieces, used by the constraints of both local engines (``constraints.py``):
 
 - ``grammar_view(schema, max_tokens)``: a *bounded subset* of the schema, used for the grammar
   only (never for validation). Every string gets a ``maxLength``, every array a ``maxItems``,
@@ -11,13 +11,8 @@ Three pieces, used by the llama.cpp engine:
   into ``max_tokens`` with half a JSON document.
 - ``json_schema_grammar(schema, max_tokens)``: the GBNF text for that view (llama.cpp's own
   JSON-schema converter, with bounded strings, numbers and patterns).
-- ``GrammarFirstSampler``: the sampling trick of llama.cpp's own ``common_sampler``. Applying
-  a grammar to the whole vocabulary at every step costs about half the decode speed; instead
-  the unconstrained choice is checked against the grammar alone, and only when the grammar
-  rejects it is the full vocabulary filtered. Greedy output is identical, and no rejected token
-  is ever accepted into the grammar (which is what aborts the process in a ``top_k -> grammar``
-  chain, see shared/notes/local-inference.md). Near ``max_tokens`` it closes the document
-  (strings, arrays, objects) so the answer is complete JSON when the budget runs out.
+  ``bounded_view`` adds how many tokens the shortest valid document takes
+  (``closing_reserve``), which the decoder keeps in reserve to close the document.
 
 Whatever the grammar cannot express exactly (``oneOf`` exclusivity, ``uniqueItems``, ...) is
 still caught by validation in the simulator, which retries and finally answers ``isError``.
@@ -25,8 +20,6 @@ still caught by validation in the simulator, which retries and finally answers `
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import functools
 import json
 import logging
@@ -393,8 +386,18 @@ def _grammar_cached(schema_json: str, max_tokens: int) -> JsonGrammar:
         converter.visit(view, "")
     except (AssertionError, KeyError, ValueError, RecursionError) as exc:
         raise GrammarError(f"llama.cpp's converter refused the schema: {exc}") from None
-    # Closing the document costs at most one token per character of its shortest form.
-    return JsonGrammar(converter.format_grammar(), closing_reserve=_least_chars(view) + 2)
+    return JsonGrammar(converter.format_grammar(), closing_reserve=closing_reserve(view))
+
+
+def closing_reserve(view: dict[str, Any]) -> int:
+    """Tokens to keep for closing the document: at most one a character of its shortest form."""
+    return _least_chars(view) + 2
+
+
+def bounded_view(schema: dict[str, Any], max_tokens: int) -> tuple[dict[str, Any], int]:
+    """(``grammar_view(schema, max_tokens)``, its ``closing_reserve``), for any grammar engine."""
+    view = grammar_view(schema, max_tokens)
+    return view, closing_reserve(view)
 
 
 # A JSON string character: no raw control characters (json.loads rejects them) and no \u
@@ -445,150 +448,3 @@ def json_schema_grammar(schema: dict[str, Any], max_tokens: int) -> JsonGrammar:
     a grammar and relies on validation.
     """
     return _grammar_cached(json.dumps(schema), max_tokens)
-
-
-# -- sampling --------------------------------------------------------------------------------
-
-
-class GrammarFirstSampler:
-    """Sample with a base chain; constrain by the grammar only when the choice breaks it.
-
-    Drop-in for ``llama_cpp._internals.LlamaSampler`` in a decode loop (``sample(ctx, idx)``).
-    ``check_first=False`` filters the whole vocabulary at every step, as llama-cpp-python's
-    own grammar sampler does (kept for benchmarks and as a fallback).
-
-    With ``max_tokens`` set, the last ``grammar.closing_reserve`` tokens are spent closing the
-    document: whenever the grammar allows a token made only of ``"``, ``]`` and ``}``, one is
-    taken, so strings, arrays and objects end and the JSON is complete before max_tokens.
-    """
-
-    def __init__(
-        self,
-        llm: Any,
-        grammar: JsonGrammar,
-        chain: Any,
-        *,
-        check_first: bool = True,
-        max_tokens: int | None = None,
-    ):
-        import llama_cpp
-        import numpy as np
-
-        self._llama_cpp = llama_cpp
-        self._grammar = llama_cpp.llama_sampler_init_grammar(
-            llm._model.vocab, grammar.gbnf.encode("utf-8"), b"root"
-        )
-        if not self._grammar:
-            raise GrammarError("llama.cpp could not parse the generated grammar")
-        self._chain = chain
-        self._vocab = llm._model.vocab
-        self._check_first = check_first
-        self._n_vocab = llm.n_vocab()
-        self._data = (llama_cpp.llama_token_data * self._n_vocab)()
-        self._table = np.ctypeslib.as_array(self._data)
-        self._ids = np.arange(self._n_vocab, dtype=np.int32)
-        self._one = (llama_cpp.llama_token_data * 1)()
-        self._closing_from = None if max_tokens is None else max_tokens - grammar.closing_reserve
-        self._closers = _closing_tokens(llm)
-        self._closer_data = (llama_cpp.llama_token_data * max(1, len(self._closers)))()
-        self.rejections = 0  # steps where the unconstrained choice broke the grammar
-        self.closing_steps = 0  # steps spent closing the document near max_tokens
-        self.steps = 0
-
-    def _candidates(self, ctx: Any, idx: int) -> Any:
-        import numpy as np
-
-        logits = self._llama_cpp.llama_get_logits_ith(ctx, idx)
-        self._table["id"] = self._ids
-        self._table["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))
-        self._table["p"] = 0.0
-        return self._llama_cpp.llama_token_data_array(
-            data=self._data, size=self._n_vocab, selected=-1, sorted=False
-        )
-
-    def _select(self, candidates: Any) -> tuple[int, float]:
-        self._llama_cpp.llama_sampler_apply(self._chain.sampler, ctypes.byref(candidates))
-        if candidates.selected < 0:
-            raise GrammarError("the sampler chain selected no token")
-        # Samplers may replace the data pointer, so read through the struct.
-        chosen = candidates.data[candidates.selected]
-        return int(chosen.id), float(chosen.logit)
-
-    def _allowed(self, token: int) -> bool:
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
-        single = self._llama_cpp.llama_token_data_array(
-            data=self._one, size=1, selected=-1, sorted=False
-        )
-        self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(single))
-        return not math.isinf(single.data[0].logit)
-
-    def _closing_token(self, ctx: Any, idx: int) -> int:
-        """The likeliest closing token the grammar allows now, or -1."""
-        if not self._closers:
-            return -1
-        logits = self._llama_cpp.llama_get_logits_ith(ctx, idx)
-        for i, token in enumerate(self._closers):
-            entry = self._closer_data[i]
-            entry.id, entry.logit, entry.p = token, logits[token], 0.0
-        closers = self._llama_cpp.llama_token_data_array(
-            data=self._closer_data, size=len(self._closers), selected=-1, sorted=False
-        )
-        self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(closers))
-        best, best_logit = -1, -math.inf
-        for i in range(closers.size):
-            entry = closers.data[i]
-            if not math.isinf(entry.logit) and entry.logit > best_logit:
-                best, best_logit = int(entry.id), entry.logit
-        return best
-
-    def sample(self, ctx: Any, idx: int = -1) -> int:
-        raw_ctx = ctx.ctx
-        self.steps += 1
-        token = -1
-        if self._closing_from is not None and self.steps > self._closing_from:
-            token = self._closing_token(raw_ctx, idx)
-            self.closing_steps += token >= 0
-        if token < 0 and self._check_first:
-            token, _ = self._select(self._candidates(raw_ctx, idx))
-            if not self._allowed(token):
-                self.rejections += 1
-                token = -1
-        if token < 0:
-            candidates = self._candidates(raw_ctx, idx)
-            self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(candidates))
-            token, logit = self._select(candidates)
-            if math.isinf(logit):
-                # Never accept a token the grammar refused: llama.cpp would abort the process.
-                raise GrammarError("the grammar allows no token here")
-        if not self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
-            self._llama_cpp.llama_sampler_accept(self._grammar, token)
-        self._chain.accept(token)
-        return token
-
-    def close(self) -> None:
-        if self._grammar:
-            self._llama_cpp.llama_sampler_free(self._grammar)
-            self._grammar = None
-
-    def __del__(self) -> None:
-        # At interpreter exit the library may be gone already; nothing is left to free then.
-        with contextlib.suppress(Exception):
-            self.close()
-
-
-_CLOSING_CHARS = frozenset('"]}')
-
-
-def _closing_tokens(llm: Any) -> list[int]:
-    """Tokens whose text is only closing characters (and spaces): ``"``, ``"}``, ``]}``..."""
-    cached = getattr(llm, "_aw_closing_tokens", None)
-    if cached is None:
-        cached = []
-        for token in range(llm.n_vocab()):
-            text = llm._model.token_get_text(token)
-            # Spaces as byte-level BPE (U+0120) and SentencePiece (U+2581) vocabularies write them.
-            stripped = text.replace(" ", "").replace("\u0120", "").replace("\u2581", "")
-            if stripped and set(stripped) <= _CLOSING_CHARS:
-                cached.append(token)
-        llm._aw_closing_tokens = cached
-    return cached

@@ -1,15 +1,18 @@
 """The embedded engine: any GGUF model through llama-cpp-python, on CPU or with GPU offload.
 
-What keeps a step cheap (see shared/notes/local-inference.md):
-- One ``Llama`` object reuses the longest common token prefix of its last evaluation, so an
-  episode's step n+1 only evaluates what step n did not (the new observation and action).
-- Several episodes share one model: when the engine switches from episode A to B, it saves
-  A's KV state with the per-sequence state API (a few ms) and restores B's, so neither
-  history is evaluated again. Snapshots are kept in an LRU bounded by bytes.
-- ``Llama`` is not thread-safe (concurrent calls abort the process), so all model work runs
-  in worker threads, one at a time; waiting requests take turns round-robin across episodes
-  (``FairScheduler``) and the event loop never blocks on inference. ``EnginePool`` spreads
-  episodes over several instances (``--instances N``).
+The llama.cpp backend of ``LocalEngine`` (local.py holds the algorithm: turns, KV reuse,
+snapshots, sampling, stop strings, constraints). What is specific here, measured on this
+kind of machine:
+- One ``Llama`` object reuses the longest common token prefix of its last evaluation:
+  setting ``n_tokens`` back and evaluating the rest drops the KV cells after the prefix.
+- Episode snapshots use the per-sequence state API (``llama_state_seq_get_data`` /
+  ``set_data``): ~35 MB for 1500 SmolLM2 tokens, 1-3 ms to save or restore, bit-identical
+  logits. The high-level ``save_state()`` copies an n_batch x n_vocab array per call
+  (100-500 MB) and is avoided.
+- ``Llama`` is not thread-safe: concurrent calls abort the process. Only the worker holding
+  the model lock touches it; tokenization is read-only on the vocabulary and runs beside it.
+- Greedy output is not bit-stable across evaluation paths (cold vs. cached prefix): logits
+  shift in the last bits, which can flip a near-tie after a dozen tokens.
 """
 
 from __future__ import annotations
@@ -17,34 +20,24 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import logging
-import threading
 import time
-from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aw_mcp.engines.base import (
-    ChatMessage,
-    EngineError,
-    GenerationControl,
-    GenerationRequest,
-    GenerationResult,
-    GenerationStats,
-    default_inference_threads,
-)
+import numpy as np
+
+from aw_mcp.engines.base import ChatMessage, EngineError, default_inference_threads
 from aw_mcp.engines.chat_format import ChatRenderer
-from aw_mcp.engines.counters import EngineCounters
-from aw_mcp.engines.json_grammar import (
-    GrammarError,
-    GrammarFirstSampler,
-    JsonGrammar,
-    json_schema_grammar,
+from aw_mcp.engines.constraints import (
+    GbnfConstraint,
+    LlguidanceConstraint,
+    TokenConstraint,
+    llguidance_available,
 )
-from aw_mcp.engines.loading import BackgroundLoad
-from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
-from aw_mcp.engines.sequences import PromptTokenCache, stop_in_output
-from aw_mcp.engines.sequences import common_prefix as _common_prefix
+from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
+from aw_mcp.engines.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -69,46 +62,22 @@ def embedded_model_path() -> Path:
 
 
 @dataclass
-class LlamaCppOptions:
+class LlamaCppOptions(LocalEngineOptions):
     model_path: Path | None = None  # None: the embedded SmolLM2 file
     n_ctx: int = 8192
-    n_threads: int | None = None  # None: default_inference_threads() (llama.cpp's: half)
     n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
     n_batch: int = 512
-    snapshot_budget_bytes: int = 1 << 30  # KV snapshots of idle episodes, in total
-    seed: int = 0
-    # Check the unconstrained token against an outputSchema grammar before filtering the
-    # whole vocabulary (same output, about twice the decode speed; see json_grammar.py).
-    grammar_first: bool = True
 
 
-@dataclass
-class _Snapshot:
-    tokens: list[int]
-    data: Any  # ctypes uint8 array
-    nbytes: int
-
-
-class LlamaCppEngine:
+class LlamaCppEngine(LocalEngine):
     name = "llama.cpp"
 
     def __init__(self, options: LlamaCppOptions | None = None):
-        self.options = options or LlamaCppOptions()
-        self.counters = EngineCounters()
+        self.options: LlamaCppOptions = options or LlamaCppOptions()
+        super().__init__(self.options)
         self._llm: Any = None
         self._renderer: ChatRenderer | None = None
-        self._loader = BackgroundLoad(self._load)
-        # Requests take turns fairly across episodes (round-robin by cache key); the lock
-        # also guards the model because a cancelled request returns before its worker thread
-        # has seen the cancel flag, so the next turn may start while it winds down.
-        self.scheduler = FairScheduler(self.name)
-        self._model_lock = threading.Lock()  # one thread in the model at a time
-        self._prompt_tokens = PromptTokenCache()
-        self._active_key: str | None = None  # whose tokens are in the live KV cache
-        self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
-        self._snapshot_bytes = 0
-
-    # -- loading ---------------------------------------------------------------------------
+        self._llg_tokenizer: Any = None
 
     @property
     def model_path(self) -> Path:
@@ -118,25 +87,20 @@ class LlamaCppEngine:
     def context_window(self) -> int:
         return self.options.n_ctx
 
-    async def start(self) -> None:
-        await self._loader.start()
-
     def _load(self) -> None:
         import llama_cpp
 
-        try:
-            path = self.model_path
-        except EngineError:
-            raise
+        path = self.model_path
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")
         started = time.perf_counter()
+        threads = self.options.n_threads or default_inference_threads()
         try:
             llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=self.options.n_ctx,
-                n_threads=self.options.n_threads or default_inference_threads(),
-                n_threads_batch=self.options.n_threads or default_inference_threads(),
+                n_threads=threads,
+                n_threads_batch=threads,
                 n_gpu_layers=self.options.n_gpu_layers,
                 n_batch=self.options.n_batch,
                 seed=self.options.seed,
@@ -144,8 +108,7 @@ class LlamaCppEngine:
             )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise EngineError(f"could not load the model {path}: {exc}") from exc
-        metadata = llm.metadata
-        template = metadata.get("tokenizer.chat_template")
+        template = llm.metadata.get("tokenizer.chat_template")
         vocab = llm._model
         self._renderer = ChatRenderer(
             template=template,
@@ -153,29 +116,22 @@ class LlamaCppEngine:
             eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
         )
         self._llm = llm
+        self._loaded = True
         log.info(
             "loaded %s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",
             path.name,
             time.perf_counter() - started,
             self.options.n_ctx,
-            self.options.n_threads or default_inference_threads(),
+            threads,
             self.options.n_gpu_layers,
             "yes" if template else "no, transcript format",
         )
 
-    async def _ready(self) -> None:
-        await self._loader.ready()
+    def _close_model(self) -> None:
+        self._llm.close()
+        self._llm = None
 
-    async def aclose(self) -> None:
-        if self._llm is not None:
-            with self._model_lock:
-                self._llm.close()
-                self._llm = None
-
-    # -- prompts ---------------------------------------------------------------------------
-
-    def _tokenize(self, messages: list[ChatMessage]) -> list[int]:
-        return self._prompt_tokens.get(messages, self._render_and_tokenize)
+    # -- prompts and text ------------------------------------------------------------------
 
     def _render_and_tokenize(self, messages: list[ChatMessage]) -> list[int]:
         assert self._renderer is not None and self._llm is not None
@@ -185,177 +141,82 @@ class LlamaCppEngine:
         )
         return self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
 
-    async def count_tokens(self, messages: list[ChatMessage]) -> int:
-        await self._ready()
-        return len(self._tokenize(messages))
+    def _detokenize(self, tokens: Sequence[int]) -> str:
+        return self._llm._model.detokenize(list(tokens)).decode("utf-8", errors="ignore")
 
-    # -- generation ------------------------------------------------------------------------
-
-    async def generate(
-        self, request: GenerationRequest, control: GenerationControl | None = None
-    ) -> GenerationResult:
-        await self._ready()
-        control = control or GenerationControl()
-        tokens = self._tokenize(request.messages)
-        if len(tokens) + 1 > self.options.n_ctx:
-            raise EngineError(
-                f"the prompt has {len(tokens)} tokens; the context window is {self.options.n_ctx}"
-            )
-        grammar = (
-            self._grammar_for(request.json_schema, request.max_tokens)
-            if request.json_schema
-            else None
-        )
-        return await run_in_turn(
-            self.scheduler,
-            request.cache_key,
-            control,
-            self._generate_blocking,
-            tokens,
-            request,
-            control,
-            grammar,
-            what="llama.cpp generation",
-        )
-
-    def _grammar_for(self, schema: dict[str, Any], max_tokens: int) -> JsonGrammar | None:
-        """GBNF for a bounded subset of the outputSchema, or None (then only validated)."""
-        try:
-            return json_schema_grammar(schema, max_tokens)
-        except GrammarError as exc:
-            log.warning("no grammar for this outputSchema (%s); output is validated instead", exc)
-            return None
-
-    def _generate_blocking(
-        self,
-        tokens: list[int],
-        request: GenerationRequest,
-        control: GenerationControl,
-        grammar: Any,
-    ) -> GenerationResult:
-        with self._model_lock:
-            if control.cancelled.is_set():
-                return GenerationResult(text="", finish_reason="cancelled")
-            started = time.perf_counter()
-            llm = self._llm
-            stats = GenerationStats(prompt_tokens=len(tokens))
-            stats.restored_snapshot = self._switch_to(request.cache_key)
-            prefix = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-            # At least one prompt token must be evaluated to have logits to sample from.
-            prefix = min(prefix, len(tokens) - 1)
-            llm.n_tokens = prefix  # eval() drops KV cells from n_tokens on
-            llm.eval(tokens[prefix:])
-            stats.reused_prompt_tokens = prefix
-            stats.evaluated_prompt_tokens = len(tokens) - prefix
-
-            llm.set_seed(self.options.seed if request.seed is None else request.seed)
-            sampler = llm._init_sampler(temp=request.temperature, top_k=40, top_p=0.95, min_p=0.05)
-            if grammar is not None:
-                try:
-                    # The grammar ends the document (no stop strings), and max_tokens never
-                    # cuts it below its shortest valid form.
-                    budget = max(request.max_tokens, grammar.closing_reserve)
-                    request = request.model_copy(update={"stop": [], "max_tokens": budget})
-                    sampler = GrammarFirstSampler(
-                        llm,
-                        grammar,
-                        sampler,
-                        check_first=self.options.grammar_first,
-                        max_tokens=budget,
-                    )
-                except GrammarError as exc:
-                    log.warning("grammar not used (%s); output is validated instead", exc)
-            text, finish, n_out = self._decode_loop(llm, sampler, request, control)
-            stats.completion_tokens = n_out
-            stats.seconds = round(time.perf_counter() - started, 4)
-            self._count(stats)
-            return GenerationResult(text=text, finish_reason=finish, stats=stats)
-
-    def _decode_loop(
-        self, llm: Any, sampler: Any, request: GenerationRequest, control: GenerationControl
-    ) -> tuple[str, str, int]:
+    def _is_end(self, token: int) -> bool:
         import llama_cpp
 
+        return bool(llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, token))
+
+    def _stop_strings(self) -> list[str]:
         assert self._renderer is not None
-        stops = [s for s in (*request.stop, *self._renderer.stop_strings) if s]
-        out = bytearray()
-        n_out = 0
-        finish = "length"
-        vocab = llm._model.vocab
-        while n_out < request.max_tokens:
-            if control.cancelled.is_set():
-                finish = "cancelled"
-                break
-            if llm.n_tokens >= self.options.n_ctx:
-                break  # context full
-            token = sampler.sample(llm._ctx, -1)
-            if llama_cpp.llama_vocab_is_eog(vocab, token):
-                finish = "stop"
-                break
-            out += llm._model.detokenize([token])
-            n_out += 1
-            llm.eval([token])
-            if control.on_token is not None:
-                control.on_token(n_out)
-            text, cut = stop_in_output(bytes(out), stops)
-            if cut is not None:
-                return text[:cut], "stop", n_out
-        return out.decode("utf-8", errors="ignore"), finish, n_out
+        return self._renderer.stop_strings
 
-    # -- KV snapshots ----------------------------------------------------------------------
+    def _token_texts(self) -> list[str]:
+        model = self._llm._model
+        return [model.token_get_text(t) for t in range(self._llm.n_vocab())]
 
-    def _switch_to(self, key: str | None) -> bool:
-        """Make ``key``'s KV state the live one. True if it was restored from a snapshot."""
-        if key is None or key == self._active_key:
-            return False
+    # -- the model -------------------------------------------------------------------------
+
+    def _live_tokens(self) -> Sequence[int]:
+        return self._llm.input_ids[: self._llm.n_tokens]
+
+    def _truncate(self, n: int) -> int:
+        self._llm.n_tokens = n  # eval() drops the KV cells from n_tokens on
+        return n
+
+    def _evaluate(self, tokens: list[int]) -> None:
+        self._llm.eval(tokens)
+
+    def _logits(self) -> np.ndarray:
         import llama_cpp
 
-        llm = self._llm
-        if self._active_key is not None and llm.n_tokens > 0:
-            self._save_snapshot(self._active_key)
-        self._active_key = key
-        snapshot = self._snapshots.pop(key, None)
-        if snapshot is None:
-            # A new episode: keep whatever is live, its shared prefix (instructions, tools,
-            # demonstrations of the same domain) is reused by the prefix match.
-            return False
-        self._snapshot_bytes -= snapshot.nbytes
-        llm._ctx.kv_cache_clear()
-        done = llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, snapshot.data, snapshot.nbytes, 0)
-        if done == 0:
-            log.warning("could not restore the KV snapshot of %r; re-evaluating", key)
-            llm.n_tokens = 0
-            return False
-        n = len(snapshot.tokens)
-        llm.input_ids[:n] = snapshot.tokens
-        llm.n_tokens = n
-        self.counters.snapshot_restores += 1
-        return True
+        pointer = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).copy()
 
-    def _save_snapshot(self, key: str) -> None:
+    def _save_state(self) -> Snapshot | None:
         import llama_cpp
 
         llm = self._llm
         ctx = llm._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        if size > self.options.snapshot_budget_bytes:
-            return
+        if size > self.snapshots.budget_bytes:
+            return None
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
         if written == 0:
-            return
-        self._snapshots[key] = _Snapshot(list(llm.input_ids[: llm.n_tokens]), buffer, written)
-        self._snapshot_bytes += written
-        self.counters.snapshot_saves += 1
-        while self._snapshot_bytes > self.options.snapshot_budget_bytes and self._snapshots:
-            old_key, old = self._snapshots.popitem(last=False)
-            self._snapshot_bytes -= old.nbytes
-            self.counters.snapshot_evictions += 1
-            log.info(
-                "evicted the KV snapshot of %r (%d bytes) to stay under the budget",
-                old_key,
-                old.nbytes,
-            )
+            return None
+        return Snapshot(list(llm.input_ids[: llm.n_tokens]), buffer, written)
 
-    def _count(self, stats: GenerationStats) -> None:
-        self.counters.add_generation(stats)
+    def _restore_state(self, snapshot: Snapshot) -> bool:
+        import llama_cpp
+
+        llm = self._llm
+        llm._ctx.kv_cache_clear()
+        done = llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, snapshot.state, snapshot.nbytes, 0)
+        if done == 0:
+            llm.n_tokens = 0
+            return False
+        n = len(snapshot.tokens)
+        llm.input_ids[:n] = snapshot.tokens
+        llm.n_tokens = n
+        return True
+
+    # -- constraints -----------------------------------------------------------------------
+
+    def _make_constraint(self, schema: dict[str, Any], max_tokens: int) -> TokenConstraint:
+        kind = self.options.constraint
+        if kind == "llguidance" and llguidance_available():
+            return LlguidanceConstraint(self._llguidance_tokenizer(), schema, max_tokens)
+        return GbnfConstraint(self._llm._model.vocab, self._llm.n_vocab(), schema, max_tokens)
+
+    def _llguidance_tokenizer(self) -> Any:
+        if self._llg_tokenizer is None:  # ~1 s once per model, in a worker thread
+            import llama_cpp
+            from llguidance.llamacpp import lltokenizer_from_vocab
+
+            vocab = self._llm._model.vocab
+            ends = [t for t in range(self._llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+            self._llg_tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends or None)
+        return self._llg_tokenizer

@@ -6,12 +6,15 @@ a careful client:
 
 - ``POST {base_url}/chat/completions`` with ``stream: true``; the model's own chat template
   is applied by the server.
-- httpx (already a dependency of the mcp SDK) rather than the ``openai`` package: one less
-  dependency, and retries, timeouts and cancellation stay in our hands.
+- httpx rather than the ``openai`` package: retries, timeouts and cancellation stay in our
+  hands, and tests plug in an in-process server through the ``transport`` seam.
 - Timeouts: connecting, and the longest silence between two streamed chunks (a reasoning
   model streams its thinking, so a long answer is not a silent one); optionally a total.
 - Retries with exponential backoff on connection errors, 429 and 5xx, before any part of the
-  answer is returned (a stream cut halfway is retried from the start).
+  answer is returned (a stream cut halfway is retried from the start). A ``Retry-After``
+  header (seconds or an HTTP date) is honoured: the wait is the longer of it and the backoff,
+  at most ``MAX_RETRY_AFTER_S``. (The ``openai`` SDK does the same, but this engine also needs
+  vLLM's ``/tokenize``, reasoning fields and the response_format fallback; one client here.)
 - Cancelling the awaiting task closes the HTTP stream, which tells the server to stop.
 - At most ``concurrency`` requests in flight (an ``anyio.CapacityLimiter``); the rest wait.
 
@@ -34,7 +37,9 @@ import math
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import anyio
@@ -59,6 +64,7 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 CHARS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 8  # role markers and separators a chat template adds per message
 MAX_BACKOFF_S = 30.0
+MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is cut to this (the call still retries)
 # With no model list from the server, ask again at most this often (vLLM may still be loading).
 MODEL_PROBE_INTERVAL_S = 30.0
 
@@ -109,6 +115,7 @@ class OpenAICompatEngine:
         self._exact_count: bool | None = None  # None: /tokenize not tried yet
         self._next_probe_at = 0.0
         self._context_window = self.options.context_window
+        self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep  # tests record waits
 
     # -- connection ------------------------------------------------------------------------
 
@@ -191,6 +198,15 @@ class OpenAICompatEngine:
         response = await self._http().get(f"{self.base_url}/models")
         self._raise_for_status(response, "GET /models")
         return response.json()
+
+    @property
+    def load(self) -> int:
+        """Requests in flight here (the server batches them; it has no queue of ours)."""
+        return 0 if self._limiter is None else self._limiter.borrowed_tokens
+
+    def forget(self, cache_key: str) -> None:
+        """Nothing to drop: the server keeps no per-episode state of ours (its prefix cache
+        is its own business)."""
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -380,6 +396,8 @@ class OpenAICompatEngine:
                     ) from exc
                 delay = min(MAX_BACKOFF_S, self.options.backoff_s * 2 ** (failures - 1))
                 delay *= random.uniform(0.8, 1.2)  # spread the retries of many episodes
+                if isinstance(exc, _ServerBusyError) and exc.retry_after is not None:
+                    delay = max(delay, min(exc.retry_after, MAX_RETRY_AFTER_S))
                 log.warning(
                     "%s: %s; retry %d/%d in %.1fs",
                     self.base_url,
@@ -388,14 +406,14 @@ class OpenAICompatEngine:
                     retries,
                     delay,
                 )
-                await anyio.sleep(delay)
+                await self._sleep(delay)
 
     def _raise_for_status(self, response: httpx.Response, what: str) -> None:
         if response.status_code < 400:
             return
         message = f"{what} answered HTTP {response.status_code}: {_error_text(response)}"
         if response.status_code in RETRY_STATUSES:
-            raise _ServerBusyError(message)
+            raise _ServerBusyError(message, retry_after(response))
         if response.status_code in (401, 403):
             message += (
                 f" (set the API key in ${self.options.api_key_env} or ${API_KEY_ENV_FALLBACK})"
@@ -404,7 +422,27 @@ class OpenAICompatEngine:
 
 
 class _ServerBusyError(Exception):
-    """A status worth retrying (429, 5xx)."""
+    """A status worth retrying (429, 5xx), with the server's Retry-After in seconds if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asks to wait (``Retry-After: 5`` or an HTTP date), or None."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def estimate_tokens(messages: list[ChatMessage]) -> int:

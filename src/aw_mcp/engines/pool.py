@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 import anyio
 
@@ -45,9 +44,11 @@ class EnginePool:
     @property
     def counters(self) -> EngineCounters:
         """All instances' counters added up."""
-        return EngineCounters.total(
-            [getattr(e, "counters", EngineCounters()) for e in self.instances]
-        )
+        return EngineCounters.total([e.counters for e in self.instances])
+
+    @property
+    def load(self) -> int:
+        return sum(e.load for e in self.instances)
 
     async def start(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -70,7 +71,7 @@ class EnginePool:
         episodes = Counter(self._homes.values())
         index = min(
             range(len(self.instances)),
-            key=lambda i: (_load(self.instances[i]), episodes[i], i),
+            key=lambda i: (self.instances[i].load, episodes[i], i),
         )
         if key is not None:
             self._homes[key] = index
@@ -81,11 +82,14 @@ class EnginePool:
     def home_of(self, key: str) -> int | None:
         return self._homes.get(key)
 
+    def forget(self, cache_key: str) -> None:
+        """Drop the episode's home and its state on that instance (or on every instance,
+        if no home is known: a home may have been pushed out of the LRU)."""
+        home = self._homes.pop(cache_key, None)
+        targets = self.instances if home is None else [self.instances[home]]
+        for engine in targets:
+            engine.forget(cache_key)
+
     async def aclose(self) -> None:
         for engine in self.instances:
             await engine.aclose()
-
-
-def _load(engine: Any) -> int:
-    scheduler = getattr(engine, "scheduler", None)
-    return scheduler.load if scheduler is not None else 0

@@ -11,10 +11,14 @@ inputSchema/outputSchema exactly as given. This module owns the MCP error contra
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp import MCPError, types
 from mcp.server import Server
+from mcp.server.lowlevel.server import lifespan as no_lifespan
 from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
@@ -73,7 +77,30 @@ def progress_reporter(ctx: Any) -> ProgressFnT:
     return report
 
 
-def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
+@asynccontextmanager
+async def engine_running(simulator: WorldSimulator) -> AsyncIterator[dict[str, Any]]:
+    """The server's lifespan when it owns the engine: load the model in the background
+    (tools/list answers at once, calls wait for it) and close the engine (models, pools,
+    HTTP clients) when serving ends, however it ends."""
+    engine = simulator.engine
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(engine.start)
+            try:
+                yield {}
+            finally:
+                tg.cancel_scope.cancel()  # a load still running is abandoned
+    finally:
+        with anyio.CancelScope(shield=True):
+            await engine.aclose()
+
+
+def build_server(
+    simulator: WorldSimulator, name: str = SERVER_NAME, *, owns_engine: bool = False
+) -> Server:
+    """The MCP server for ``simulator``. With ``owns_engine`` the engine is started and closed
+    by the server's lifespan (``aw-mcp serve``: once for stdio's one connection, once for the
+    HTTP app); without it the caller manages the engine (tests share one across servers)."""
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
 
@@ -128,6 +155,7 @@ def build_server(simulator: WorldSimulator, name: str = SERVER_NAME) -> Server:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
+        lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
     )
     server.middleware.append(ExplainInvalidParams())
     return server
