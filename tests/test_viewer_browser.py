@@ -19,8 +19,10 @@ from aw_mcp.cli import main
 from tests.test_viewer import parse
 from tests.viewer_support import real_counterpart, simulated_record_dir
 
-CHROMIUM = os.environ.get("AW_MCP_CHROMIUM") or shutil.which("chromium") or shutil.which(
-    "chromium-browser"
+CHROMIUM = (
+    os.environ.get("AW_MCP_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
 )
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium, or AW_MCP_CHROMIUM)"

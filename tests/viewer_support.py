@@ -8,6 +8,7 @@ the viewer shows records, whatever wrote them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -124,10 +125,8 @@ def simulated_record_dir(directory: Path) -> Path:
             await client.call_tool("search", {"query": "blue mug"}, meta=meta)  # replay
             await client.call_tool("search", {"query": "red mug"}, meta=meta)  # fault: 502
             await client.call_tool("get_item", {"id": "42"}, meta=meta)  # model (JSON)
-            try:
+            with contextlib.suppress(MCPError):  # rpc-error, as the scenario says
                 await client.call_tool("write_file", {"path": "a.txt"}, meta=meta)
-            except MCPError:
-                pass  # rpc-error, as the scenario says
             await client.call_tool("write_file", {"text": "no path"}, meta=meta)  # invalid
             other = in_episode("shop-2")
             await client.call_tool("get_item", {"id": "7"}, meta=other)

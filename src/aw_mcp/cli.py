@@ -45,7 +45,8 @@ def _serve(args: argparse.Namespace) -> int:
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     server = build_server(simulator)
     http = http_options(settings)
-    app = http_app(server, http) if settings.transport == "http" else None  # unsafe: fails here
+    # Unsafe HTTP options fail here, before anything starts.
+    app = http_app(server, http, simulator.episodes) if settings.transport == "http" else None
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -81,6 +82,7 @@ def http_options(settings: ServeSettings) -> HttpOptions:
         allowed_hosts=tuple(settings.allowed_host),
         allowed_origins=tuple(settings.allowed_origin),
         auth_token=token or None,
+        ui=settings.ui,
     )
 
 

@@ -212,9 +212,7 @@ def episode_views(
     real_views = [
         episode_view(e.episode, e.domain, e.records, str(e.path or ""), set()) for e in real
     ]
-    reality = {
-        (v.episode, v.domain): v for v in [*views, *real_views] if v.is_real
-    }
+    reality = {(v.episode, v.domain): v for v in [*views, *real_views] if v.is_real}
     for view in views:
         if view.is_real:
             continue

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache
+from itertools import pairwise
 from typing import Literal
 
 from aw_mcp.domain.models import DomainSpec
@@ -115,7 +116,7 @@ def same_call(a: CallRecord, b: CallRecord) -> bool:
 
 def has_backoff(waits: list[float]) -> bool:
     return all(w >= BACKOFF_MIN_SECONDS for w in waits) and all(
-        later >= earlier for earlier, later in zip(waits, waits[1:], strict=False)
+        later >= earlier for earlier, later in pairwise(waits)
     )
 
 
@@ -128,8 +129,7 @@ def react(records: list[CallRecord], at: int) -> tuple[Reaction, int]:
         run += 1
     attempts = records[at:run]
     waits = [
-        round(max(0.0, b.started_at - (a.started_at + a.seconds)), 3)
-        for a, b in zip(attempts, attempts[1:], strict=False)
+        round(max(0.0, b.started_at - (a.started_at + a.seconds)), 3) for a, b in pairwise(attempts)
     ]
     failing = 0
     for attempt in attempts:

@@ -11,7 +11,7 @@ from functools import cache
 import jinja2
 
 from aw_mcp import __version__
-from aw_mcp.viewer.episodes import CHART_WIDTH, BAR_AREA_HEIGHT, EpisodeView
+from aw_mcp.viewer.episodes import BAR_AREA_HEIGHT, CHART_WIDTH, EpisodeView
 
 SOURCES = (
     "model",
@@ -44,15 +44,19 @@ def render_page(
     refresh_seconds: int | None = None,
 ) -> str:
     """The report page; ``refresh_seconds`` reloads it (the live ``/ui`` page)."""
-    return environment().get_template("report.html.j2").render(
-        title=title,
-        episodes=episodes,
-        domains=sorted({e.domain for e in episodes}),
-        tools=sorted({s.tool for e in episodes for s in e.steps}),
-        sources=[s for s in SOURCES if any(st.source == s for e in episodes for st in e.steps)],
-        step_count=sum(len(e.steps) for e in episodes),
-        chart_width=CHART_WIDTH,
-        bar_height=BAR_AREA_HEIGHT,
-        refresh_seconds=refresh_seconds,
-        version=__version__,
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            title=title,
+            episodes=episodes,
+            domains=sorted({e.domain for e in episodes}),
+            tools=sorted({s.tool for e in episodes for s in e.steps}),
+            sources=[s for s in SOURCES if any(st.source == s for e in episodes for st in e.steps)],
+            step_count=sum(len(e.steps) for e in episodes),
+            chart_width=CHART_WIDTH,
+            bar_height=BAR_AREA_HEIGHT,
+            refresh_seconds=refresh_seconds,
+            version=__version__,
+        )
     )
