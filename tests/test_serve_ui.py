@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.helpers import TINY_DOMAIN, text_of
 from tests.http_support import http_serve
-from tests.test_viewer import parse
+from tests.test_viewer import step_items
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ async def test_the_ui_lists_live_episodes_and_their_steps(tmp_path):
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
-    steps = [a for tag, a in parse(page.text).tags if "step" in (a.get("class") or "")]
+    steps = step_items(page.text)
     assert [(s["data-tool"], s["data-source"], s["data-error"]) for s in steps] == [
         ("run_command", "model", "0"),
         ("run_command", "invalid-arguments", "1"),

@@ -37,6 +37,15 @@ def parse(html: str) -> Elements:
     return parser
 
 
+def step_items(html: str) -> list[dict[str, str | None]]:
+    """The attributes of each step of the timelines (``<li class="step ...">``)."""
+    return [
+        attrs
+        for tag, attrs in parse(html).tags
+        if tag == "li" and "step" in (attrs.get("class") or "").split()
+    ]
+
+
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = simulated_record_dir(tmp_path_factory.mktemp("records"))
@@ -48,7 +57,7 @@ def test_every_step_is_on_the_page_with_its_details(records: Path, tmp_path: Pat
     out = tmp_path / "report.html"
     assert main(["view", str(records), "--out", str(out)]) == 0
     page = parse(out.read_text())
-    steps = [a for tag, a in page.tags if tag == "li" and "step" in (a.get("class") or "")]
+    steps = step_items(out.read_text())
     episodes = load_record_dir(records)
     assert len(steps) == sum(len(e.records) for e in episodes) == 11
     sources = [a["data-source"] for a in steps]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from aw_mcp.cli import main
-from tests.test_viewer import parse
+from tests.test_viewer import step_items
 from tests.viewer_support import real_counterpart, simulated_record_dir
 
 CHROMIUM = (
@@ -64,10 +64,6 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def steps_in(dom: str) -> list[dict[str, str | None]]:
-    return [a for tag, a in parse(dom).tags if tag == "li" and "step" in (a.get("class") or "")]
-
-
 def test_the_console_check_sees_a_script_error(tmp_path: Path) -> None:
     """The check below can fail: a page whose script throws shows up in the console lines."""
     broken = tmp_path / "broken.html"
@@ -79,7 +75,7 @@ def test_the_console_check_sees_a_script_error(tmp_path: Path) -> None:
 def test_every_step_shows_without_console_errors(page: Path, tmp_path: Path) -> None:
     dom, console = headless(tmp_path / "profile", page.as_uri(), "--dump-dom")
     assert console == []
-    steps = steps_in(dom)
+    steps = step_items(dom)
     assert len(steps) == 11
     assert not [s for s in steps if "hidden" in s]
     assert 'data-shown="11"' in dom
@@ -90,12 +86,12 @@ def test_a_filter_in_the_hash_hides_the_other_steps(page: Path, tmp_path: Path) 
         tmp_path / "profile", page.as_uri() + "#source=fault&error=1", "--dump-dom"
     )
     assert console == []
-    shown = [s for s in steps_in(dom) if "hidden" not in s]
+    shown = [s for s in step_items(dom) if "hidden" not in s]
     assert [(s["data-tool"], s["data-source"]) for s in shown] == [("search", "fault")]
     assert 'data-shown="1"' in dom
     # the select shows the filter the hash chose
     dom_tool, _ = headless(tmp_path / "profile", page.as_uri() + "#tool=get_item", "--dump-dom")
-    assert {s["data-tool"] for s in steps_in(dom_tool) if "hidden" not in s} == {"get_item"}
+    assert {s["data-tool"] for s in step_items(dom_tool) if "hidden" not in s} == {"get_item"}
 
 
 def test_screenshot(page: Path, tmp_path: Path) -> None:
