@@ -69,7 +69,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _table(title: str, tallies: dict[str, Tally]) -> str:
     head = [title, "faults", *OUTCOMES, "retries", "max", "backoff", "blind writes", "loop"]
-    rows = [
+    rows: list[list[str | int]] = [
         [
             name,
             t.faults,
@@ -84,7 +84,7 @@ def _table(title: str, tallies: dict[str, Tally]) -> str:
     ]
     if not rows:
         return f"by {title}: no faulted calls"
-    cells = [[str(c) for c in row] for row in [head, *rows]]
+    cells = [head] + [[str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
     return "\n".join(
         "  ".join(
