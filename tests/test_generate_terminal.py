@@ -169,3 +169,14 @@ def test_generate_command_writes_the_dataset(tmp_path: Path, capsys):
         "world.yaml",
     ]
     assert "wrote 2 episodes" in capsys.readouterr().out
+
+
+@needs_sandbox
+def test_generate_counts_episodes_on_a_progress_bar_unless_quiet(tmp_path: Path, capsys):
+    assert main(["generate", "terminal", "--out", str(tmp_path / "a"), "--episodes", "2"]) == 0
+    shown = capsys.readouterr()
+    assert "terminal: 100%" in shown.err and "2/2" in shown.err
+    assert "wrote 2 episodes" in shown.out
+    quiet = ["generate", "terminal", "--out", str(tmp_path / "b"), "--episodes", "2", "--quiet"]
+    assert main(quiet) == 0
+    assert "2/2" not in capsys.readouterr().err
