@@ -13,9 +13,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import anyio
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from aw_mcp.cli import main
+from aw_mcp.server.episode_identity import EPISODE_HEADER
+from tests.helpers import TINY_DOMAIN
+from tests.http_support import http_serve
 from tests.test_viewer import step_items
 from tests.viewer_support import real_counterpart, simulated_record_dir
 
@@ -105,4 +112,28 @@ def test_screenshot(page: Path, tmp_path: Path) -> None:
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    print(f"screenshot: {shot}")
+
+
+def test_the_live_ui_runs_under_its_content_security_policy(tmp_path: Path) -> None:
+    """/ui of a server answering with the embedded model: the inline script runs (the CSP
+    allows it and nothing else), the hash filter applies, and nothing breaks in the console."""
+
+    async def calls(url: str) -> None:
+        http = httpx2.AsyncClient(headers={EPISODE_HEADER: "browser-ep"}, timeout=120)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            await client.call_tool("run_command", {"command": "ls"})
+            await client.call_tool("run_command", {})  # refused: invalid arguments
+
+    args = ["--simulator", str(TINY_DOMAIN), "--ui"]
+    with http_serve(tmp_path / "server.log", *args) as url:
+        anyio.run(calls, url)
+        ui = url.removesuffix("/mcp") + "/ui"
+        dom, console = headless(tmp_path / "profile", ui + "#error=1", "--dump-dom")
+        shot = tmp_path / "ui.png"
+        headless(tmp_path / "profile", ui, f"--screenshot={shot}", "--window-size=1280,900")
+    assert console == []
+    shown = [s for s in step_items(dom) if "hidden" not in s]
+    assert [s["data-source"] for s in shown] == ["invalid-arguments"]
+    assert 'data-shown="1"' in dom  # set by the script: it ran
     print(f"screenshot: {shot}")

@@ -19,6 +19,7 @@ COUNTERPART_PREFIXES = ("closed-loop/",)
 
 CHART_WIDTH = 600
 BAR_AREA_HEIGHT = 60
+MAX_BAR_WIDTH = 40  # a two-step episode gets two bars, not two walls
 
 
 @dataclass
@@ -131,10 +132,11 @@ def fault_label(fault: dict) -> str:
 def bar_chart(title: str, values: list[float], unit: str) -> Chart:
     peak = max(values, default=0.0)
     slot = CHART_WIDTH / max(len(values), 1)
+    width = min(slot * 0.8, MAX_BAR_WIDTH)
     bars = [
         Bar(
-            x=round(i * slot + slot * 0.1, 2),
-            width=round(slot * 0.8, 2),
+            x=round(i * slot + (slot - width) / 2, 2),
+            width=round(width, 2),
             height=round(BAR_AREA_HEIGHT * v / peak, 2) if peak > 0 else 0.0,
             label=f"step {i + 1}: {v:g} {unit}",
         )
