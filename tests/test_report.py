@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from aw_mcp.cli import main
+from aw_mcp.server.episode_identity import EPISODE_HEADER
 from aw_mcp.viewer.reactions import episode_reactions, is_read_only, name_looks_read_only
+from tests.helpers import TINY_DOMAIN
+from tests.http_support import http_serve
 from tests.viewer_support import call, fault, write_records
 
 FAIL = {"source": "fault", "is_error": True}
@@ -156,3 +163,42 @@ def test_text_report_has_a_row_per_tool_and_rule(tmp_path: Path, capsys) -> None
     out = capsys.readouterr().out
     rows = {line.split()[0] for line in out.splitlines() if line.strip()}
     assert {"search", "get_item", "write_file", "test/flaky", "test/down", "test/rpc"} <= rows
+
+
+UNAVAILABLE_FIRST = """
+name: unavailable-first
+rules:
+  - id: first-call-503
+    when: {nth: 1, count: all}
+    effects: [{kind: error, preset: http_503, retry_after: 1}]
+"""
+
+
+def test_report_on_records_of_the_real_server(tmp_path: Path, capsys) -> None:
+    """`serve --record-dir` with a fault scenario and the embedded model: an agent that
+    repeats a write after a 503 breaks no_blind_write_retry; one that reads next does not."""
+    scenario = tmp_path / "unavailable.yaml"
+    scenario.write_text(UNAVAILABLE_FIRST)
+    records = tmp_path / "records"
+    args = ["--simulator", str(TINY_DOMAIN), "--faults", str(scenario)]
+
+    async def agent(url: str, episode: str, second: str) -> None:
+        http = httpx2.AsyncClient(headers={EPISODE_HEADER: episode}, timeout=120)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            first = await client.call_tool("run_command", {"command": "touch done.txt"})
+            assert first.is_error  # the scenario's 503
+            await client.call_tool("run_command", {"command": second})
+
+    with http_serve(tmp_path / "server.log", *args, "--record-dir", str(records)) as url:
+        anyio.run(agent, url, "blind", "touch done.txt")
+        anyio.run(agent, url, "careful", "ls done.txt")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("no_blind_write_retry: true\n")
+    assert main(["report", str(records), "--json", "--policy", str(policy)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    reactions = {r["episode"]: r for r in out["reactions"]}
+    assert reactions["blind"]["outcome"] in ("retried", "looped")
+    assert reactions["blind"]["blind_write"] is True
+    assert reactions["blind"]["rules"] == ["unavailable-first/first-call-503"]
+    assert reactions["careful"]["outcome"] == "adjusted" and not reactions["careful"]["blind_write"]
+    assert len(out["violations"]) == 1 and "'blind' call 1" in out["violations"][0]
