@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aw_mcp.trajectories.records import RecordedEpisode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_view)
 
 
-def _load(directory: Path):  # -> list[RecordedEpisode]
+def _load(directory: Path) -> list[RecordedEpisode]:
     from aw_mcp.trajectories.records import load_record_dir
 
     try:

@@ -39,7 +39,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.server.malformed import screen_line
-from aw_mcp.server.ui import ui_route
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +224,8 @@ def build_http_app(
     if options.ui:
         if episodes is None:
             raise HttpConfigError("the /ui page needs the server's episode store")
+        from aw_mcp.server.ui import ui_route  # the templates load only when asked for
+
         routes.append(ui_route(episodes, security))
     app: ASGIApp = Starlette(
         routes=routes,

@@ -19,7 +19,6 @@ from starlette.types import ASGIApp
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.server.http_app import HTTP_PATH, HttpOptions, build_http_app
 from aw_mcp.server.malformed import screen_line
-from aw_mcp.server.ui import UI_PATH
 
 log = logging.getLogger(__name__)
 
@@ -87,5 +86,5 @@ async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
     )
     log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
     if options.ui:
-        log.info("live episodes at http://%s:%d%s", options.host, options.port, UI_PATH)
+        log.info("live episodes at http://%s:%d/ui", options.host, options.port)
     await uvicorn.Server(config).serve()

@@ -7,23 +7,15 @@ every recorded string (arguments, observations, fault details) is text, never ma
 from __future__ import annotations
 
 from functools import cache
+from typing import get_args
 
 import jinja2
 
 from aw_mcp import __version__
+from aw_mcp.episode.episode import ObservationSource
 from aw_mcp.viewer.episodes import BAR_AREA_HEIGHT, CHART_WIDTH, EpisodeView
 
-SOURCES = (
-    "model",
-    "fault",
-    "replay",
-    "real",
-    "rpc-error",
-    "replay-miss",
-    "invalid-arguments",
-    "engine-error",
-    "cancelled",
-)
+SOURCES: tuple[str, ...] = get_args(ObservationSource)  # the filter's order
 
 
 @cache
