@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from aw_mcp.cli import main
+from aw_mcp.episode.store import RecordSink
 from aw_mcp.trajectories.generate_terminal import generate_terminal
 from aw_mcp.trajectories.records import load_record_dir
 from aw_mcp.trajectories.sandbox import (
@@ -163,9 +164,20 @@ def test_generate_command_writes_the_dataset(tmp_path: Path, capsys):
         )
         == 0
     )
-    assert sorted(p.name for p in out.iterdir()) == [
-        "terminal-heldout-s1-0000.jsonl",
-        "terminal-heldout-s1-0001.jsonl",
-        "world.yaml",
-    ]
+    sink = RecordSink(out)
+    episodes = ["terminal-heldout-s1-0000", "terminal-heldout-s1-0001"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*(sink.path_for(e).name for e in episodes), "world.yaml"]
+    )
     assert "wrote 2 episodes" in capsys.readouterr().out
+
+
+@needs_sandbox
+def test_generate_counts_episodes_on_a_progress_bar_unless_quiet(tmp_path: Path, capsys):
+    assert main(["generate", "terminal", "--out", str(tmp_path / "a"), "--episodes", "2"]) == 0
+    shown = capsys.readouterr()
+    assert "terminal: 100%" in shown.err and "2/2" in shown.err
+    assert "wrote 2 episodes" in shown.out
+    quiet = ["generate", "terminal", "--out", str(tmp_path / "b"), "--episodes", "2", "--quiet"]
+    assert main(quiet) == 0
+    assert "2/2" not in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""The wheel carries the bundled domains and fault samples (they live outside src/)."""
+"""The wheel carries the bundled domains and fault samples (they live outside src/) and the
+viewer's templates."""
 
 from __future__ import annotations
 
@@ -65,3 +66,17 @@ def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
         check=True,
     ).stdout
     assert "terminal" in listed
+    # The viewer's templates are package data: the installed copy renders a report.
+    records = tmp_path / "records"
+    records.mkdir()
+    heldout = REPO_ROOT / "trajectories" / "terminal" / "heldout"
+    first = sorted(heldout.glob("*.jsonl"))[0]
+    (records / first.name).write_bytes(first.read_bytes())
+    subprocess.run(
+        [sys.executable, "-m", "aw_mcp", "view", str(records), "--out", "page.html"],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        timeout=120,
+    )
+    assert 'class="timeline"' in (tmp_path / "page.html").read_text()

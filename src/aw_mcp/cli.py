@@ -46,7 +46,8 @@ def _serve(args: argparse.Namespace) -> int:
     # The server's lifespan loads the engine in the background and closes it on the way out.
     server = build_server(simulator, owns_engine=True)
     http = http_options(settings)
-    app = http_app(server, http) if settings.transport == "http" else None  # unsafe: fails here
+    # Unsafe HTTP options fail here, before anything starts.
+    app = http_app(server, http, simulator.episodes) if settings.transport == "http" else None
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -78,6 +79,7 @@ def http_options(settings: ServeSettings) -> HttpOptions:
         allowed_hosts=tuple(settings.allowed_host),
         allowed_origins=tuple(settings.allowed_origin),
         auth_token=token or None,
+        ui=settings.ui,
     )
 
 

@@ -107,6 +107,13 @@ class ServeSettings(BaseSettings):
         json_schema_extra=flag(TRANSPORT),
     )
 
+    ui: bool = Field(
+        default=False,
+        description="HTTP: a read-only page at /ui with the live episodes' timelines (same "
+        "Host/Origin checks and bearer token as /mcp)",
+        json_schema_extra=flag(TRANSPORT),
+    )
+
     # Engine
     engine: Literal["llama-cpp", "transformers", "openai"] = Field(
         default="llama-cpp",

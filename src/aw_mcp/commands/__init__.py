@@ -15,6 +15,8 @@ COMMAND_MODULES: list[str] = [
     "export",
     "record",
     "eval",
+    "view",
+    "report",
 ]
 
 

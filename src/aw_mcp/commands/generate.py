@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from aw_mcp.progress_bar import add_quiet_flag
 from aw_mcp.trajectories.sandbox import CommandTimeout, SandboxUnavailable
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="which script templates to draw from (held-out ones never appear in training)",
     )
     t.add_argument("--command-timeout", type=float, default=10.0, metavar="SECONDS")
+    add_quiet_flag(t)
     t.set_defaults(handler=_generate_terminal)
     for name, what in (
         (
@@ -60,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="replace a server's command (labels: filesystem, git), e.g. "
             "git='/opt/mcp-git/bin/mcp-server-git'; it runs as the world's user",
         )
+        add_quiet_flag(w)
         w.set_defaults(handler=_generate_mcp_world)
 
 
@@ -71,7 +74,7 @@ def _generate_terminal(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be at least 1")
     try:
         paths = generate_terminal(
-            args.out, args.seed, args.episodes, args.split, args.command_timeout
+            args.out, args.seed, args.episodes, args.split, args.command_timeout, args.quiet
         )
     except (SandboxUnavailable, CommandTimeout) as exc:
         print(f"aw-mcp generate: {exc}", file=sys.stderr)
@@ -90,7 +93,7 @@ def _generate_mcp_world(args: argparse.Namespace) -> int:
     servers = {label: shlex.split(cmd) for label, cmd in (s.split("=", 1) for s in args.server)}
     try:
         world = prepare_world(args.world, servers)
-        paths = generate_mcp_world(world, args.out, args.seed, args.episodes)
+        paths = generate_mcp_world(world, args.out, args.seed, args.episodes, args.quiet)
     except SandboxUnavailable as exc:
         print(f"aw-mcp generate: {exc}", file=sys.stderr)
         return 1

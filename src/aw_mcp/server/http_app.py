@@ -9,6 +9,8 @@ are needed by a server that many agents (or a hostile client) reach over the net
   127.0.0.1, localhost or ::1); off loopback the allowed hosts must be given;
 - an optional bearer token, compared in constant time;
 - a POST body the SDK cannot read gets errors with the request's id and what is wrong.
+With ``ui`` on, a read-only ``/ui`` page shows the live episodes (``aw_mcp.server.ui``),
+behind the same checks.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.server.malformed import screen_line
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ class HttpOptions:
     allowed_hosts: Sequence[str] = field(default_factory=tuple)
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     auth_token: str | None = None
+    ui: bool = False  # serve the read-only /ui page (needs the episode store)
 
 
 class HttpConfigError(ValueError):
@@ -204,7 +208,10 @@ class ScreenedBodies:
         await self.app(scope, replay, send)
 
 
-def build_http_app(server: Server, options: HttpOptions) -> ASGIApp:
+def build_http_app(
+    server: Server, options: HttpOptions, episodes: EpisodeStore | None = None
+) -> ASGIApp:
+    """The application; with ``options.ui``, ``episodes`` feeds the ``/ui`` page."""
     security = transport_security(options)
     manager = BoundedSessionManager(
         app=server,
@@ -213,10 +220,15 @@ def build_http_app(server: Server, options: HttpOptions) -> ASGIApp:
         max_sessions=options.max_sessions,
     )
     server._session_manager = manager  # what Server.streamable_http_app would record
+    routes = [Route(HTTP_PATH, endpoint=ScreenedBodies(StreamableHTTPASGIApp(manager), security))]
+    if options.ui:
+        if episodes is None:
+            raise HttpConfigError("the /ui page needs the server's episode store")
+        from aw_mcp.server.ui import ui_route  # the templates load only when asked for
+
+        routes.append(ui_route(episodes, security))
     app: ASGIApp = Starlette(
-        routes=[
-            Route(HTTP_PATH, endpoint=ScreenedBodies(StreamableHTTPASGIApp(manager), security))
-        ],
+        routes=routes,
         lifespan=lambda _: manager.run(),
     )
     if options.auth_token:

@@ -16,6 +16,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError
 from starlette.types import ASGIApp
 
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.server.http_app import HTTP_PATH, HttpOptions, build_http_app
 from aw_mcp.server.malformed import screen_line
 
@@ -71,9 +72,10 @@ async def serve_stdio(server: Server) -> None:
             tg.cancel_scope.cancel()
 
 
-def http_app(server: Server, options: HttpOptions) -> ASGIApp:
-    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe options."""
-    return build_http_app(server, options)
+def http_app(server: Server, options: HttpOptions, episodes: EpisodeStore | None = None) -> ASGIApp:
+    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe options.
+    ``episodes`` feeds the ``/ui`` page when ``options.ui`` is on."""
+    return build_http_app(server, options, episodes)
 
 
 async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
@@ -83,4 +85,6 @@ async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
         app, host=options.host, port=options.port, log_level="warning", lifespan="on"
     )
     log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
+    if options.ui:
+        log.info("live episodes at http://%s:%d/ui", options.host, options.port)
     await uvicorn.Server(config).serve()

@@ -33,6 +33,8 @@ from typing import Any
 import anyio
 from mcp import Client, MCPError
 
+from aw_mcp.episode.store import RecordSink
+from aw_mcp.progress_bar import counted
 from aw_mcp.trajectories.record_proxy import proxy_target
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, sandboxed_command
 from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
@@ -99,16 +101,19 @@ async def _run_episode(world: McpWorld, out: Path, episode: str, calls: list[Cal
         shutil.rmtree(root, ignore_errors=True)
 
 
-def generate_mcp_world(world: McpWorld, out: Path, seed: int, episodes: int) -> list[Path]:
-    """Record ``episodes`` scripted episodes of ``world`` into ``out`` with its world.yaml."""
+def generate_mcp_world(
+    world: McpWorld, out: Path, seed: int, episodes: int, quiet: bool = True
+) -> list[Path]:
+    """Record ``episodes`` scripted episodes of ``world`` into ``out`` with its world.yaml.
+    Without ``quiet``, a progress bar counts the episodes on stderr."""
     for label, command in world.servers.items():
         if shutil.which(command[0], path=world.environment()["PATH"]) is None:
             raise SandboxUnavailable(f"the {label} server ({command[0]}) is not installed")
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for number in range(episodes):
+    for number in counted(range(episodes), world.name, "episode", quiet):
         episode = f"{world.name}-s{seed}-{number:04d}"
-        path = out / f"{episode}.jsonl"
+        path = RecordSink(out).path_for(episode)  # where the recording proxy writes it
         path.unlink(missing_ok=True)  # records append: a rerun must not double an episode
         calls = world.script(random.Random(f"{world.name}:{seed}:{number}"))
         anyio.run(_run_episode, world, out, episode, calls)

@@ -22,6 +22,7 @@ from typing import Any
 
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.episode.store import RecordSink
+from aw_mcp.progress_bar import counted
 from aw_mcp.trajectories.sandbox import (
     ENVIRONMENT,
     GIT_EMAIL,
@@ -144,12 +145,18 @@ def write_world(directory: Path) -> dict[str, Any]:
 
 
 def generate_terminal(
-    out: Path, seed: int, episodes: int, split: Split = "train", command_timeout: float = 10.0
+    out: Path,
+    seed: int,
+    episodes: int,
+    split: Split = "train",
+    command_timeout: float = 10.0,
+    quiet: bool = True,
 ) -> list[Path]:
-    """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files."""
+    """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
+    Without ``quiet``, a progress bar counts the episodes on stderr."""
     sink = RecordSink(out)
     paths = []
-    for number in range(episodes):
+    for number in counted(range(episodes), "terminal", "episode", quiet):
         eid = episode_id(split, seed, number)
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode

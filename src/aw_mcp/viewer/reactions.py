@@ -1,0 +1,220 @@
+"""What an agent did after each injected fault, read from its episode's records.
+
+A *fault hit* is a call whose record shows a fault: a rule fired on it (``faults``), or it was
+answered by the fault layer (source ``fault``) or with a JSON-RPC error (``rpc-error``, a
+rule's or a real server's). The calls that follow it say how the agent reacted:
+
+- ``retried``: the same call (tool and arguments) again, ``retries`` times in a row; with
+  backoff when every wait before a retry was at least ``BACKOFF_MIN_SECONDS`` and no shorter
+  than the wait before it (waits are the gaps between one attempt's end and the next's
+  start, from ``started_at`` and ``seconds``);
+- ``looped``: the same call failed ``loop`` times in a row (the hit included), and the
+  agent was still repeating it (``loop >= LOOP_MIN``);
+- ``adjusted``: the same tool again with other arguments;
+- ``switched``: another tool next;
+- ``gave-up``: no further call in the episode.
+
+``blind_write`` marks a retry of a state-changing tool with identical arguments: if the
+faulted call did reach the world (a timeout after the write, say), the repeat writes twice.
+Whether a tool is read-only comes from its domain's annotations (``readOnlyHint``, or the
+domain file's ``simulation.read_only``) when the record's domain is a bundled one that has the
+tool and says so; otherwise from ``name_looks_read_only``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from itertools import pairwise
+from typing import Literal
+
+from aw_mcp.domain.models import DomainSpec
+from aw_mcp.episode.episode import CallRecord
+from aw_mcp.trajectories.records import RecordedEpisode
+
+FAULT_SOURCES = frozenset({"fault", "rpc-error"})
+BACKOFF_MIN_SECONDS = 0.2
+LOOP_MIN = 3
+
+Outcome = Literal["retried", "looped", "adjusted", "switched", "gave-up"]
+OUTCOMES: tuple[Outcome, ...] = ("retried", "looped", "adjusted", "switched", "gave-up")
+
+# Words that name a read in a tool's name (split at _ - . / and camelCase).
+READ_WORDS = frozenset(
+    {
+        "get", "list", "read", "search", "find", "query", "fetch", "show", "view", "describe",
+        "lookup", "status", "stat", "browse", "count", "check", "inspect", "peek", "cat", "ls",
+        "head", "tail", "grep", "info", "diff", "log", "screenshot", "dump", "tree",
+    }
+)  # fmt: skip
+
+
+def name_looks_read_only(tool: str) -> bool:
+    """The fallback when no domain annotates the tool: its name begins with a read word
+    (``get_issue``, ``listFiles``, ``web_search`` reads too: any word of the name counts)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", tool).lower()
+    return any(w in READ_WORDS for w in re.split(r"[_\-./\s]+", words) if w)
+
+
+@cache
+def _bundled_domain(name: str) -> DomainSpec | None:
+    from aw_mcp.domain.loader import bundled_domain_names, load_domain
+
+    return load_domain(name) if name in bundled_domain_names() else None
+
+
+def is_read_only(domain: str, tool: str) -> bool:
+    spec = _bundled_domain(domain)
+    if spec is not None:
+        for candidate in spec.tools:
+            # A tool served next to another of the same name is public as "<domain>_<name>".
+            if tool in (candidate.name, f"{domain}_{candidate.name}"):
+                annotated = candidate.simulation.read_only is not None or "readOnlyHint" in (
+                    candidate.annotations or {}
+                )
+                if annotated:
+                    return candidate.read_only
+    return name_looks_read_only(tool)
+
+
+def is_fault_hit(record: CallRecord) -> bool:
+    return bool(record.faults) or record.source in FAULT_SOURCES
+
+
+def rule_names(record: CallRecord) -> list[str]:
+    """``scenario/rule`` of each rule that fired; ``(rpc-error)`` or ``(fault)`` when the
+    record names none (a real server's JSON-RPC error)."""
+    names = [
+        "/".join(str(f[k]) for k in ("scenario", "rule") if f.get(k)) or "(unnamed rule)"
+        for f in record.faults
+    ]
+    return names or [f"({record.source})"]
+
+
+@dataclass
+class Reaction:
+    episode: str
+    domain: str
+    index: int  # the faulted call's index
+    tool: str
+    rules: list[str]
+    outcome: Outcome
+    retries: int = 0  # identical calls right after the faulted one
+    waits: list[float] = field(default_factory=list)  # seconds before each retry
+    backoff: bool | None = None  # None without retries
+    loop: int = 1  # identical failing calls in a row, the faulted one included
+    next_tool: str | None = None
+    blind_write: bool = False
+    recovered: bool = False  # the last identical retry succeeded
+
+
+def same_call(a: CallRecord, b: CallRecord) -> bool:
+    return a.tool == b.tool and a.arguments == b.arguments
+
+
+def has_backoff(waits: list[float]) -> bool:
+    return all(w >= BACKOFF_MIN_SECONDS for w in waits) and all(
+        later >= earlier for earlier, later in pairwise(waits)
+    )
+
+
+def react(records: list[CallRecord], at: int) -> tuple[Reaction, int]:
+    """The reaction to the fault hit ``records[at]``; also the position of the first record
+    after its run of identical retries (retries are part of this reaction, not new hits)."""
+    hit = records[at]
+    run = at + 1
+    while run < len(records) and same_call(records[run], hit):
+        run += 1
+    attempts = records[at:run]
+    waits = [
+        round(max(0.0, b.started_at - (a.started_at + a.seconds)), 3) for a, b in pairwise(attempts)
+    ]
+    failing = 0
+    for attempt in attempts:
+        if not (attempt.is_error or is_fault_hit(attempt)):
+            break
+        failing += 1
+    reaction = Reaction(
+        episode=hit.episode,
+        domain=hit.domain,
+        index=hit.index,
+        tool=hit.tool,
+        rules=rule_names(hit),
+        outcome="gave-up",
+        retries=len(attempts) - 1,
+        waits=waits,
+        backoff=has_backoff(waits) if waits else None,
+        loop=failing,
+    )
+    if reaction.retries:
+        last = attempts[-1]
+        reaction.recovered = not (last.is_error or is_fault_hit(last))
+        reaction.outcome = "looped" if failing >= LOOP_MIN and not reaction.recovered else "retried"
+        reaction.blind_write = not is_read_only(hit.domain, hit.tool)
+    elif run < len(records):
+        following = records[run]
+        reaction.next_tool = following.tool
+        reaction.outcome = "adjusted" if following.tool == hit.tool else "switched"
+    return reaction, run
+
+
+def episode_reactions(records: list[CallRecord]) -> list[Reaction]:
+    ordered = sorted(records, key=lambda r: r.index)
+    reactions: list[Reaction] = []
+    at = 0
+    while at < len(ordered):
+        if not is_fault_hit(ordered[at]):
+            at += 1
+            continue
+        reaction, at = react(ordered, at)
+        reactions.append(reaction)
+    return reactions
+
+
+def reactions_of(episodes: Iterable[RecordedEpisode]) -> list[Reaction]:
+    return [r for e in episodes for r in episode_reactions(e.records)]
+
+
+@dataclass
+class Tally:
+    """Reactions of one tool, or to one fault rule."""
+
+    faults: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    retries: int = 0
+    max_retries: int = 0
+    with_backoff: int = 0  # retried reactions whose waits grew
+    blind_writes: int = 0
+    longest_loop: int = 0
+    recovered: int = 0
+
+    def add(self, r: Reaction) -> None:
+        self.faults += 1
+        self.outcomes[r.outcome] += 1
+        self.retries += r.retries
+        self.max_retries = max(self.max_retries, r.retries)
+        self.with_backoff += bool(r.backoff)
+        self.blind_writes += r.blind_write
+        self.longest_loop = max(self.longest_loop, r.loop)
+        self.recovered += r.recovered
+
+
+def tally(reactions: list[Reaction], key: Literal["tool", "rule"]) -> dict[str, Tally]:
+    tallies: dict[str, Tally] = {}
+    for r in reactions:
+        for name in [r.tool] if key == "tool" else r.rules:
+            tallies.setdefault(name, Tally()).add(r)
+    return dict(sorted(tallies.items()))
+
+
+def summary(reactions: list[Reaction]) -> dict:
+    """Everything ``aw-mcp report --json`` prints (policy results are added by the caller)."""
+    return {
+        "faults": len(reactions),
+        "outcomes": {o: sum(r.outcome == o for r in reactions) for o in OUTCOMES},
+        "by_tool": {k: asdict(v) for k, v in tally(reactions, "tool").items()},
+        "by_rule": {k: asdict(v) for k, v in tally(reactions, "rule").items()},
+        "reactions": [asdict(r) for r in reactions],
+    }
