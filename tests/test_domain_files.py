@@ -142,3 +142,20 @@ def test_a_bundled_name_is_not_hidden_by_a_folder_of_that_name(tmp_path, monkeyp
     (tmp_path / "terminal").mkdir()
     monkeypatch.chdir(tmp_path)
     assert load_domain("terminal").name == "terminal"
+
+
+def test_a_character_yaml_forbids_names_file_and_line(tmp_path):
+    # Found by tests/test_fuzz.py: PyYAML's reader refused it before the parse even began.
+    path = tmp_path / "control.yaml"
+    path.write_text("name: x\ninstructions: a\x1fb\ntools: []\n")
+    with pytest.raises(DataFileError) as err:
+        load_domain(str(path))
+    assert str(err.value) == f"{path}:2: invalid YAML: character 0x1f is not allowed in YAML"
+
+
+def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: x\ninstructions: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(DataFileError) as err:
+        load_domain(str(path))
+    assert str(err.value) == f"{path}:2: not UTF-8 text: byte 0xe9 at offset 25"
