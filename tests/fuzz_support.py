@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.helpers import TINY_DOMAIN
-from tests.http_support import SERVE
+from tests.http_support import SERVE, initialize_body
 
 ANSWER_EVERY_CALL = Path(__file__).parent / "data" / "answer-every-call.faults.yaml"
 # Characters that break careless code: a lone surrogate, separators JavaScript and Unicode
@@ -270,7 +270,7 @@ class RawStdioServer:
                 self.arrived.wait(min(left, 0.5))
 
     def initialize(self) -> None:
-        self.send(json.dumps(initialize_request("init")))
+        self.send(json.dumps(initialize_body("init")))
         self.wait_for("init")
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
@@ -283,16 +283,3 @@ class RawStdioServer:
             self.proc.kill()
             self.proc.wait(timeout=20)
         self.log.close()
-
-
-def initialize_request(request_id: str | int) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "fuzz", "version": "0"},
-        },
-    }

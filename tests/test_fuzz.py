@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,12 +41,11 @@ from tests.fuzz_support import (
     RawStdioServer,
     WireLine,
     arguments_for,
-    initialize_request,
     wire_lines,
     wrong_arguments_for,
 )
 from tests.helpers import TINY_DOMAIN
-from tests.http_support import JSON_AND_SSE, http_serve
+from tests.http_support import RawHttpSession, http_serve
 
 SCALE = int(os.environ.get("AW_MCP_FUZZ_SCALE", "1"))
 
@@ -156,38 +154,6 @@ def test_the_stdio_server_answers_after_the_fuzzing(stdio_server):
     assert not repeated, repeated  # fuzzed ids are unique: none may be answered twice
 
 
-class RawHttpSession:
-    """One Streamable HTTP session, posting raw bodies and reading every JSON-RPC answer."""
-
-    def __init__(self, url: str):
-        self.url = url
-        self.http = httpx2.Client(timeout=30)
-        response = self.http.post(url, json=initialize_request(1), headers=JSON_AND_SSE)
-        assert response.status_code == 200, response.text
-        self.headers = {
-            **JSON_AND_SSE,
-            "content-type": "application/json",
-            "mcp-session-id": response.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-06-18",
-        }
-        self.post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-
-    def post(self, body: str) -> tuple[int, list[Any]]:
-        response = self.http.post(self.url, content=body.encode("utf-8"), headers=self.headers)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            messages = [
-                json.loads(line.removeprefix("data:"))
-                for line in response.text.splitlines()
-                if line.startswith("data:") and line.removeprefix("data:").strip()
-            ]
-        elif response.content:
-            parsed = response.json()
-            messages = parsed if isinstance(parsed, list) else [parsed]
-        else:
-            messages = []
-        return response.status_code, messages
-
-
 @pytest.fixture(scope="module")
 def http_session() -> Iterator[RawHttpSession]:
     with tempfile.TemporaryDirectory() as folder:
@@ -195,7 +161,7 @@ def http_session() -> Iterator[RawHttpSession]:
         with http_serve(Path(folder) / "server.log", *args) as url:
             session = RawHttpSession(url)
             yield session
-            session.http.close()
+            session.close()
 
 
 @fuzz(examples=120)
