@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -92,7 +93,8 @@ class RawHttpSession:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             messages = [
                 json.loads(data)
-                for line in response.text.splitlines()
+                # SSE lines end at CR or LF only (str.splitlines also splits at U+2028).
+                for line in re.split(r"\r\n|\r|\n", response.text)
                 if line.startswith("data:") and (data := line.removeprefix("data:").strip())
             ]
         elif response.content:
