@@ -159,3 +159,26 @@ def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path):
     with pytest.raises(DataFileError) as err:
         load_domain(str(path))
     assert str(err.value) == f"{path}:2: not UTF-8 text: byte 0xe9 at offset 25"
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_an_unknown_schema_url_validates_with_the_latest_draft(tmp_path):
+    # jsonschema warns that an unknown $schema "will raise an error in the future"; captured
+    # tools carry all sorts of them, so the latest draft is chosen explicitly.
+    from aw_mcp.json_schemas import schema_errors
+
+    path = write(
+        tmp_path,
+        """\
+        name: custom
+        instructions: x
+        tools:
+          - name: t
+            inputSchema:
+              $schema: https://example.com/my-own-draft
+              type: object
+              properties: {n: {type: integer}}
+        """,
+    )
+    schema = load_domain(str(path)).tool("t").input_schema
+    assert schema_errors(schema, {"n": "one"}) == ["n: 'one' is not of type 'integer'"]
