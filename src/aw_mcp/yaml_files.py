@@ -84,9 +84,9 @@ def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> Model
     try:  # the reader checks the characters as the loader is made: inside the try
         loader = yaml.SafeLoader(text)
     except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, exc.position) + 1
+        where = text.count("\n", 0, exc.position) + 1
         problem = f"invalid YAML: character {exc.character:#x} is not allowed in YAML"
-        raise DataFileError(source, [(line, problem)]) from None
+        raise DataFileError(source, [(where, problem)]) from None
     try:  # one parse: the node tree (with lines) and the data built from it
         root = loader.get_single_node()
         data: Any = loader.construct_document(root) if root is not None else None
