@@ -142,3 +142,43 @@ def test_a_bundled_name_is_not_hidden_by_a_folder_of_that_name(tmp_path, monkeyp
     (tmp_path / "terminal").mkdir()
     monkeypatch.chdir(tmp_path)
     assert load_domain("terminal").name == "terminal"
+
+
+def test_a_character_yaml_forbids_names_file_and_line(tmp_path):
+    # Found by tests/test_fuzz.py: PyYAML's reader refused it before the parse even began.
+    path = tmp_path / "control.yaml"
+    path.write_text("name: x\ninstructions: a\x1fb\ntools: []\n")
+    with pytest.raises(DataFileError) as err:
+        load_domain(str(path))
+    assert str(err.value) == f"{path}:2: invalid YAML: character 0x1f is not allowed in YAML"
+
+
+def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: x\ninstructions: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(DataFileError) as err:
+        load_domain(str(path))
+    assert str(err.value) == f"{path}:2: not UTF-8 text: byte 0xe9 at offset 25"
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_an_unknown_schema_url_validates_with_the_latest_draft(tmp_path):
+    # jsonschema warns that an unknown $schema "will raise an error in the future"; captured
+    # tools carry all sorts of them, so the latest draft is chosen explicitly.
+    from aw_mcp.json_schemas import schema_errors
+
+    path = write(
+        tmp_path,
+        """\
+        name: custom
+        instructions: x
+        tools:
+          - name: t
+            inputSchema:
+              $schema: https://example.com/my-own-draft
+              type: object
+              properties: {n: {type: integer}}
+        """,
+    )
+    schema = load_domain(str(path)).tool("t").input_schema
+    assert schema_errors(schema, {"n": "one"}) == ["n: 'one' is not of type 'integer'"]

@@ -44,7 +44,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     # The server's lifespan loads the engine in the background and closes it on the way out.
-    server = build_server(simulator, owns_engine=True)
+    server = build_server(
+        simulator, owns_engine=True, max_argument_bytes=settings.max_argument_bytes
+    )
     http = http_options(settings)
     # Unsafe HTTP options fail here, before anything starts.
     app = http_app(server, http, simulator.episodes) if settings.transport == "http" else None

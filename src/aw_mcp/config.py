@@ -25,6 +25,8 @@ TRANSFORMERS = "transformers engine (pip install 'aw-mcp[transformers]')"
 OPENAI = "OpenAI-compatible engine (vLLM, SGLang, llama.cpp server, ...)"
 EPISODES = "episodes and records"
 
+DEFAULT_MAX_ARGUMENT_BYTES = 256 * 1024
+
 
 def flag(group: str, metavar: str | None = None) -> JsonDict:
     """How a field shows as a flag: its --help section and, optionally, its metavar."""
@@ -107,6 +109,14 @@ class ServeSettings(BaseSettings):
         json_schema_extra=flag(TRANSPORT),
     )
 
+    max_argument_bytes: int = Field(
+        default=DEFAULT_MAX_ARGUMENT_BYTES,
+        ge=1024,
+        description="a tool call's arguments, as compact JSON, may take this many bytes at "
+        "most; a larger call is refused at once with an isError (before the world model "
+        "would spend seconds tokenizing it)",
+        json_schema_extra=flag(TRANSPORT, "BYTES"),
+    )
     ui: bool = Field(
         default=False,
         description="HTTP: a read-only page at /ui with the live episodes' timelines (same "

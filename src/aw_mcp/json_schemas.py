@@ -15,11 +15,18 @@ import jsonschema
 _validators: dict[int, tuple[dict[str, Any], Any]] = {}
 
 
+def validator_class(schema: dict[str, Any]) -> Any:
+    """The validator for the schema's ``$schema`` draft; the latest draft when it names none
+    jsonschema knows (as jsonschema does today with a warning, and will refuse to later:
+    captured tool schemas carry all sorts of ``$schema`` URLs)."""
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
 def validator_for(schema: dict[str, Any]) -> Any:
     cached = _validators.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
-    cls = jsonschema.validators.validator_for(schema)
+    cls = validator_class(schema)
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     _validators[id(schema)] = (schema, validator)
     return validator

@@ -81,7 +81,12 @@ def validation_problems(
 
 def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> ModelT:
     """Validate YAML text against ``model``; raise DataFileError naming source, line and field."""
-    loader = yaml.SafeLoader(text)
+    try:  # the reader checks the characters as the loader is made: inside the try
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        where = text.count("\n", 0, exc.position) + 1
+        problem = f"invalid YAML: character {exc.character:#x} is not allowed in YAML"
+        raise DataFileError(source, [(where, problem)]) from None
     try:  # one parse: the node tree (with lines) and the data built from it
         root = loader.get_single_node()
         data: Any = loader.construct_document(root) if root is not None else None
@@ -113,6 +118,10 @@ def read_data_file(path: Path | str) -> str:
         raise DataFileError(
             path, [(None, f"cannot read the file: {exc.strerror or exc}")]
         ) from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        problem = f"not UTF-8 text: byte {exc.object[exc.start]:#x} at offset {exc.start}"
+        raise DataFileError(path, [(line, problem)]) from None
 
 
 def load_yaml_file(path: Path | str, model: type[ModelT]) -> ModelT:

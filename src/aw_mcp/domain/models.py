@@ -12,6 +12,8 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aw_mcp.json_schemas import validator_class
+
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
 
 
@@ -19,7 +21,7 @@ def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
+        validator_class(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
     return schema

@@ -3,6 +3,7 @@
 Tools come from data (domain files, captures), so the low-level server is used: it serves
 inputSchema/outputSchema exactly as given. This module owns the MCP error contract:
 - unknown tool -> JSON-RPC -32602 (a protocol error, as the spec asks);
+- arguments over ``max_argument_bytes`` -> an ``isError`` result at once, naming size and limit;
 - arguments that break the inputSchema -> an ``isError`` result naming each problem;
 - world-model failure -> an ``isError`` result with the reason (and a log line);
 - anything unexpected -> an ``isError`` result too: a call never ends as an opaque -32603.
@@ -24,7 +25,8 @@ from mcp.shared.dispatcher import ProgressFnT
 from aw_mcp import __version__
 from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
-from aw_mcp.server.arguments import argument_errors
+from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
+from aw_mcp.server.arguments import argument_errors, oversize_error, oversize_summary
 from aw_mcp.server.episode_identity import end_on_close, episode_request
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
@@ -96,11 +98,16 @@ async def engine_running(simulator: WorldSimulator) -> AsyncIterator[dict[str, A
 
 
 def build_server(
-    simulator: WorldSimulator, name: str = SERVER_NAME, *, owns_engine: bool = False
+    simulator: WorldSimulator,
+    name: str = SERVER_NAME,
+    *,
+    owns_engine: bool = False,
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
 ) -> Server:
     """The MCP server for ``simulator``. With ``owns_engine`` the engine is started and closed
     by the server's lifespan (``aw-mcp serve``: once for stdio's one connection, once for the
-    HTTP app); without it the caller manages the engine (tests share one across servers)."""
+    HTTP app); without it the caller manages the engine (tests share one across servers).
+    Calls whose arguments take more than ``max_argument_bytes`` as JSON are refused."""
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
 
@@ -129,6 +136,11 @@ def build_server(
         ctx: Any, served: ServedTool, params: types.CallToolRequestParams, episode_id: str
     ) -> types.CallToolResult:
         arguments = params.arguments if params.arguments is not None else {}
+        # Size first: schema errors may quote the value, and the record would copy it.
+        if too_large := oversize_error(params.name, arguments, max_argument_bytes):
+            log.info("episode %r: %s", episode_id, too_large)
+            await simulator.reject(episode_id, served, oversize_summary(arguments), too_large)
+            return error_result(too_large)
         problems = argument_errors(served.spec.input_schema, arguments)
         if problems:
             message = f"Invalid arguments for tool {params.name}: " + "; ".join(problems)
