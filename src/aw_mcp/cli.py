@@ -58,8 +58,10 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--profile",
-        choices=["default", "agentworld"],
-        help="prompt format: default, or the format Qwen-AgentWorld was trained on",
+        choices=["default", "small", "agentworld"],
+        help="prompt format: default, small (short, for ~100M models; what the bundled "
+        "adapter was trained with), or the format Qwen-AgentWorld was trained on "
+        "(default: the LoRA adapter's, else default)",
     )
     p.add_argument("--transport", choices=["stdio", "http"])
     p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")

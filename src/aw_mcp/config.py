@@ -22,7 +22,11 @@ class ServeSettings(BaseSettings):
     tools_from: list[Path] = Field(default_factory=list)  # captured tools/list files to mirror
     world: Path | None = None
     faults: list[Path] = Field(default_factory=list)
-    profile: Literal["default", "agentworld"] = "default"
+    profile: Literal["default", "small", "agentworld"] | None = Field(
+        default=None,
+        description="Prompt profile; None: the one the LoRA adapter was trained with, else "
+        "default.",
+    )
 
     # Transport
     transport: Literal["stdio", "http"] = "stdio"

@@ -132,6 +132,6 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         engine=engine or make_engine(settings),
         episodes=EpisodeStore(limit=settings.max_episodes, sink=sink),
         faults=make_faults(settings, catalogue),
-        profile=PROFILES[settings.profile](),
+        profile=PROFILES[settings.profile or "default"](),
         settings=SimulatorSettings(replay_read_only=settings.replay_read_only),
     )

@@ -68,6 +68,16 @@ def embedded_model_path() -> Path:
     return found[0]
 
 
+def chat_renderer(llm: Any) -> ChatRenderer:
+    """The chat format of a loaded ``Llama``: its GGUF's template and special tokens."""
+    vocab = llm._model
+    return ChatRenderer(
+        template=llm.metadata.get("tokenizer.chat_template"),
+        bos_token=vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
+        eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
+    )
+
+
 @dataclass
 class LlamaCppOptions:
     model_path: Path | None = None  # None: the embedded SmolLM2 file
@@ -144,14 +154,8 @@ class LlamaCppEngine:
             )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise EngineError(f"could not load the model {path}: {exc}") from exc
-        metadata = llm.metadata
-        template = metadata.get("tokenizer.chat_template")
-        vocab = llm._model
-        self._renderer = ChatRenderer(
-            template=template,
-            bos_token=vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
-            eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
-        )
+        self._renderer = chat_renderer(llm)
+        template = self._renderer.template
         self._llm = llm
         log.info(
             "loaded %s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",

@@ -6,13 +6,15 @@ current action. Step n+1's prompt therefore starts with step n's prompt and obse
 the engine only evaluates what was added. Mid-episode world conditions are written into the
 user turn they apply to, never into the system message, for the same reason.
 
-Two profiles render the same content: ``default`` (plain, for small local models) and
+Three profiles render the same content: ``default`` (plain), ``small`` (the same facts in a
+fraction of the tokens, for ~100M-parameter models and the adapters trained on it) and
 ``agentworld`` (the turn shape Qwen-AgentWorld was trained on).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from aw_mcp.domain.models import DomainSpec, ToolCall, ToolSpec, WorldSpec
@@ -169,7 +171,57 @@ class AgentWorldProfile(PromptProfile):
         return text
 
 
-PROFILES: dict[str, type[PromptProfile]] = {p.name: p for p in (PromptProfile, AgentWorldProfile)}
+class SmallModelProfile(PromptProfile):
+    """What a ~100M-parameter model can use, in a fraction of the tokens.
+
+    The default terminal system prompt is ~1,600 tokens, mostly tool descriptions written for
+    agents; a 135M model copies from them instead of using them. This profile keeps the first
+    sentence of the domain's instructions, each tool's signature, the world facts and the
+    demonstrations (which show the observation format), and writes actions as
+    ``tool {json}``.
+    The system message holds nothing per-call, so the KV-cache prefix stays fixed. Adapters
+    trained on this profile record its name (``aw-mcp train``) and are served with it.
+    """
+
+    name: ClassVar[str] = "small"
+
+    def system_message(
+        self, domain: DomainSpec, tools: list[ToolSpec], world: WorldSpec, omitted: list[Turn]
+    ) -> str:
+        parts = [self.role_section(domain)]
+        parts.append("Tools: " + ", ".join(self.describe_tool(t) for t in tools))
+        facts = self.describe_world(world)
+        if facts:
+            parts.append("World:\n" + facts)
+        parts.append(self.answer_section())
+        if omitted:
+            parts.append(self.describe_omitted(omitted))
+        return "\n\n".join(parts)
+
+    def role_section(self, domain: DomainSpec) -> str:
+        text = " ".join(domain.instructions.split())
+        return re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+
+    def answer_section(self) -> str:
+        return "Reply to each action with the raw observation only, like the examples."
+
+    def describe_tool(self, tool: ToolSpec) -> str:
+        """A signature: the name and the required parameters (the demonstrations show the
+        observation format; a 135M model copies long descriptions instead of using them)."""
+        schema = tool.input_schema
+        params = [p for p in (schema.get("properties") or {}) if p in schema.get("required", [])]
+        return f"{tool.name}({', '.join(params)})"
+
+    def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
+        text = f"{action.tool} {compact_json(action.arguments)}"
+        if conditions:
+            text += "\n(now: " + "; ".join(conditions) + ")"
+        return text
+
+
+PROFILES: dict[str, type[PromptProfile]] = {
+    p.name: p for p in (PromptProfile, SmallModelProfile, AgentWorldProfile)
+}
 
 
 def build_messages(
