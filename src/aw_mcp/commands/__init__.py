@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["train"]
 
 
 def register_all(subparsers: argparse._SubParsersAction) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,20 +185,16 @@ def build_examples(
 ) -> list[TrainingExample]:
     """Every episode whose domain is known, rendered and tokenized; the rest are reported."""
     examples: list[TrainingExample] = []
-    skipped: dict[str, int] = {}
+    skipped: Counter[str] = Counter()
     for episode in episodes:
         context = contexts.get(episode.domain)
         if context is None:
-            skipped[f"domain {episode.domain!r} not given"] = (
-                skipped.get(f"domain {episode.domain!r} not given", 0) + 1
-            )
+            skipped[f"domain {episode.domain!r} not given"] += 1
             continue
         rendered = render_episode(episode.turns(), context, profile, fmt.renderer)
         example = tokenize_episode(episode.episode, rendered, fmt, max_tokens)
         if example is None:
-            skipped["first step longer than --max-tokens"] = (
-                skipped.get("first step longer than --max-tokens", 0) + 1
-            )
+            skipped["first step longer than the longest sequence allowed"] += 1
             continue
         examples.append(example)
     for why, count in skipped.items():
@@ -232,6 +229,7 @@ def shared_prefix_length(examples: list[TrainingExample]) -> int:
                 n = i
                 break
     for example in examples:
-        if True in example.targets[:n]:
-            n = min(n, example.targets.index(True))
-    return n
+        if True in example.targets[: n + 1]:
+            # The token before a target must be in the suffix: it predicts the target.
+            n = min(n, example.targets.index(True) - 1)
+    return max(n, 0)
