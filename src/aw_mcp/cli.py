@@ -98,6 +98,20 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         help="local engines: copies of the model serving episodes side by side (default 1)",
     )
+    p.add_argument(
+        "--lora",
+        action="append",
+        type=Path,
+        metavar="FILE.gguf",
+        help="a GGUF LoRA adapter to apply (llama-cpp engine; see 'aw-mcp train'); "
+        "repeatable; replaces the bundled adapter the embedded model uses by default",
+    )
+    p.add_argument(
+        "--no-lora",
+        dest="no_lora",
+        action="store_true",
+        help="no LoRA adapter, not even the bundled default one",
+    )
     tf = p.add_argument_group("transformers engine")
     tf.add_argument(
         "--hf-model",

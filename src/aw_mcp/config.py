@@ -41,6 +41,16 @@ class ServeSettings(BaseSettings):
     n_gpu_layers: int = 0
     kv_snapshot_mb: int = Field(default=1024, ge=0)  # per model instance
     instances: int = Field(default=1, ge=1, le=64)  # local engines: model copies in a pool
+    lora: list[Path] = Field(
+        default_factory=list,
+        description="GGUF LoRA adapters applied to the model (llama-cpp engine; 'aw-mcp train' "
+        "writes them). Given ones replace the bundled default adapter.",
+    )
+    no_lora: bool = Field(
+        default=False,
+        description="No LoRA adapter at all, not even the bundled one the embedded model gets "
+        "by default for the domains it was trained on.",
+    )
 
     # transformers engine (pip install 'aw-mcp[transformers]')
     hf_model: str | None = None  # HF model id or folder; None = --model or the embedded GGUF
