@@ -98,10 +98,16 @@ class WorldSpec(BaseModel):
         default_factory=dict, description="Named facts: host name, user, working directory..."
     )
     notes: list[str] = Field(default_factory=list, description="Free-form facts, one a line.")
+    replace_notes: bool = Field(
+        default=False,
+        description="In a --world file: drop the domain's own notes instead of adding to them "
+        "(they may contradict this world, e.g. a project folder that starts empty).",
+    )
 
     def merged(self, other: WorldSpec) -> WorldSpec:
         """This world with ``other``'s facts layered on top (a user's --world file wins)."""
-        return WorldSpec(facts={**self.facts, **other.facts}, notes=[*self.notes, *other.notes])
+        notes = other.notes if other.replace_notes else [*self.notes, *other.notes]
+        return WorldSpec(facts={**self.facts, **other.facts}, notes=notes)
 
 
 class GenerationDefaults(BaseModel):
