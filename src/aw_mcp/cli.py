@@ -191,6 +191,20 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
         help="append every call to DIR/<episode>.jsonl",
     )
     p.add_argument(
+        "--grounding",
+        type=Path,
+        metavar="DIR",
+        help="record dir of real episodes: show the model the most similar real "
+        "transitions (BM25) as examples for each call",
+    )
+    p.add_argument(
+        "--grounding-k",
+        dest="grounding_k",
+        type=int,
+        metavar="N",
+        help="real transitions shown per call (default 3)",
+    )
+    p.add_argument(
         "--no-replay-read-only",
         dest="replay_read_only",
         action="store_false",

@@ -74,6 +74,14 @@ class ServeSettings(BaseSettings):
 
     # Episodes and records
     record_dir: Path | None = None
+    grounding: Path | None = Field(
+        default=None,
+        description="Record dir of real episodes: for each call, the most similar recorded "
+        "real transitions (BM25) are shown to the model as examples.",
+    )
+    grounding_k: int = Field(
+        default=3, ge=1, le=20, description="Real transitions shown per call (--grounding)."
+    )
     max_episodes: int = Field(default=10_000, ge=1)
     replay_read_only: bool = True
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from aw_mcp.adapters import AdapterInfo, adapters_profile, default_adapters, read_adapter_info
 from aw_mcp.catalogue import Catalogue
@@ -17,6 +18,9 @@ from aw_mcp.faults.layer import FaultLayer, NoFaults
 from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+
+if TYPE_CHECKING:
+    from aw_mcp.grounding import GroundingIndex
 
 log = logging.getLogger(__name__)
 
@@ -180,4 +184,13 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         faults=make_faults(settings, catalogue),
         profile=PROFILES[serving_profile(settings, adapters)](),
         settings=SimulatorSettings(replay_read_only=settings.replay_read_only),
+        grounding=_grounding(settings),
     )
+
+
+def _grounding(settings: ServeSettings) -> GroundingIndex | None:
+    if settings.grounding is None:
+        return None
+    from aw_mcp.grounding import GroundingIndex
+
+    return GroundingIndex.from_record_dir(settings.grounding, k=settings.grounding_k)

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -31,6 +31,9 @@ from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import CallContext, FaultDecision, FaultLayer, JsonRpcFault, NoFaults
 from aw_mcp.json_schemas import schema_errors
+
+if TYPE_CHECKING:
+    from aw_mcp.grounding import GroundingIndex
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class WorldSimulator:
         faults: FaultLayer | None = None,
         profile: PromptProfile | None = None,
         settings: SimulatorSettings | None = None,
+        grounding: GroundingIndex | None = None,
     ):
         self.catalogue = catalogue
         self.engine = engine
@@ -77,6 +81,7 @@ class WorldSimulator:
         self.faults = faults or NoFaults()
         self.profile = profile or PromptProfile()
         self.settings = settings or SimulatorSettings()
+        self.grounding = grounding  # real transitions shown as examples (--grounding)
 
     async def call(
         self,
@@ -286,6 +291,11 @@ class WorldSimulator:
         """Messages that fit the context window, trimming the oldest turns if they must go."""
         budget = self.engine.context_window - max_tokens
         conditions = episode.active_conditions()
+        examples = (
+            self.grounding.examples(action.tool, action.arguments, episode.turns)
+            if self.grounding is not None
+            else None
+        )
 
         def build(omitted: int, summarize: bool = True):
             return build_messages(
@@ -299,6 +309,7 @@ class WorldSimulator:
                 episode.next_index,
                 conditions,
                 summarize_omitted=summarize,
+                examples=examples,
             )
 
         omitted = episode.omitted_turns

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from aw_mcp.domain.models import DomainSpec, ToolCall, ToolSpec, WorldSpec
+from aw_mcp.domain.models import Demonstration, DomainSpec, ToolCall, ToolSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.engines.reasoning import (
     OBSERVATION_CLOSE,
@@ -30,6 +30,7 @@ from aw_mcp.episode.schema_outline import schema_outline
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
+MAX_EXAMPLE_CHARS = 400  # a retrieved example's observation is cut here (bounded prompt)
 
 
 def compact_json(value: Any) -> str:
@@ -112,6 +113,14 @@ class PromptProfile:
 
     def observation_message(self, observation: str) -> str:
         return observation
+
+    def examples_section(self, examples: list[Demonstration]) -> str:
+        """Retrieved real transitions (``--grounding``), shown above the current action."""
+        blocks = [
+            f"{e.tool} {compact_json(e.arguments)}\n{e.observation[:MAX_EXAMPLE_CHARS]}"
+            for e in examples
+        ]
+        return "Real observations of similar actions (for reference):\n" + "\n---\n".join(blocks)
 
     def extract_observation(self, output: str) -> str:
         """The observation inside raw model output: thinking dropped, and the last
@@ -235,8 +244,12 @@ def build_messages(
     current_step: int,
     current_conditions: list[str],
     summarize_omitted: bool = True,
+    examples: list[Demonstration] | None = None,
 ) -> list[ChatMessage]:
-    """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown."""
+    """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown.
+
+    ``examples`` (retrieved real transitions) go into the current user turn only, so every
+    message before it is the same as at the previous step (the KV cache stays valid)."""
     summarized = turns[:omitted] if summarize_omitted else []
     messages = [
         ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
@@ -256,9 +269,8 @@ def build_messages(
         messages.append(
             ChatMessage(role="assistant", content=profile.observation_message(turn.observation))
         )
-    messages.append(
-        ChatMessage(
-            role="user", content=profile.action_message(current_step, current, current_conditions)
-        )
-    )
+    action = profile.action_message(current_step, current, current_conditions)
+    if examples:
+        action = profile.examples_section(examples) + "\n\n" + action
+    messages.append(ChatMessage(role="user", content=action))
     return messages
