@@ -43,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="episodes of RECORD_DIR held back for validation loss (default 0.05)",
     )
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
+    p.add_argument(
+        "--dtype",
+        choices=["auto", "float32", "bfloat16"],
+        default="auto",
+        help="base model weights: auto = bfloat16 on CUDA, float32 on CPU; bfloat16 is ~2.7x "
+        "faster on CPUs with AVX512-BF16",
+    )
     p.add_argument("--threads", type=int, help="CPU threads (default: all cores but one)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     # The training hyper-parameters are TrainSettings' fields, one flag each.
@@ -78,6 +85,7 @@ def _train(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         val_fraction=args.val_fraction,
         device=args.device,
+        dtype=args.dtype,
         threads=args.threads,
         resume=args.resume,
     )

@@ -43,6 +43,7 @@ class TrainJob:
     max_tokens: int = 2048  # longest training sequence (longer episodes are cut)
     val_fraction: float = 0.05
     device: str = "auto"
+    dtype: str = "auto"  # auto: bfloat16 on CUDA, float32 on CPU
     threads: int | None = None
     resume: bool = False
 
@@ -82,7 +83,7 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         len(validation),
         prefix,
     )
-    loaded = load_for_training(base, settings.rank, settings.alpha, job.device)
+    loaded = load_for_training(base, settings.rank, settings.alpha, job.device, job.dtype)
     meta = AdapterMetadata(
         alpha=settings.alpha,
         profile=job.profile,

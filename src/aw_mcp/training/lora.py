@@ -46,14 +46,25 @@ def pick_device(device: str) -> str:
 
 
 def load_for_training(
-    base: Path, rank: int, alpha: float, device: str = "auto", dropout: float = 0.0
+    base: Path,
+    rank: int,
+    alpha: float,
+    device: str = "auto",
+    dtype: str = "auto",
+    dropout: float = 0.0,
 ) -> LoadedModel:
+    """The base model, frozen, with trainable LoRA weights (kept in fp32 by peft).
+
+    ``dtype`` auto: bfloat16 on CUDA, float32 on CPU. bfloat16 on a CPU with AVX512-BF16 runs
+    the base model's matmuls ~2.7x faster (measured on this project's 2-core EPYC)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     device = pick_device(device)
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype == "auto":
+        dtype = "bfloat16" if device.startswith("cuda") else "float32"
+    dtype = getattr(torch, dtype)
     model = AutoModelForCausalLM.from_pretrained(str(base.parent), gguf_file=base.name, dtype=dtype)
     model.to(device)
     config = LoraConfig(
