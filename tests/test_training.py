@@ -90,7 +90,7 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     domain_file = write_tiny_domain(tmp_path)
     _, context, examples = _examples(domain_file, serving_format)
     settings = TrainSettings(
-        rank=8, alpha=16, lr=3e-3, warmup_steps=0, batch_tokens=4096, max_steps=4, epochs=4
+        rank=8, alpha=16, lr=3e-3, warmup_steps=0, batch_tokens=4096, max_steps=3, epochs=3
     )
     import torch
 
