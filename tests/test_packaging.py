@@ -45,7 +45,9 @@ def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
     )
     probe = (
         "import aw_mcp, aw_mcp.data_files as d;"
-        "print(aw_mcp.__file__); print(d.bundled_dir('simulators')); print(d.bundled_dir('faults'))"
+        "print(aw_mcp.__file__); print(d.bundled_dir('simulators'));"
+        "print(d.bundled_dir('faults')); import aw_mcp.adapters as a;"
+        "print(a.bundled_adapters()[0])"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}  # the installed copy wins over the checkout
     out = subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -12,7 +13,12 @@ from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.reasoning import only_thinking, strip_reasoning
 from aw_mcp.episode.episode import Turn
-from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile, build_messages
+from aw_mcp.episode.prompt import (
+    AgentWorldProfile,
+    PromptProfile,
+    SmallModelProfile,
+    build_messages,
+)
 from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from tests.conftest import small_embedded_engine
@@ -139,3 +145,39 @@ async def test_agentworld_profile_on_the_embedded_model(tmp_path):
     raw = engine.results[0].text
     assert episode.turns[0].observation == AgentWorldProfile().extract_observation(raw)
     assert episode.records[1].stats.reused_prompt_tokens > 0
+
+
+def test_small_profile_keeps_facts_and_demonstrations_in_far_fewer_tokens(module_engine):
+    turns = [_turn(1, "pwd", "/home/dev/project\n[exit code: 0]")]
+    domain = load_domain("terminal")
+
+    def first_prompt(profile):
+        return build_messages(profile, domain, domain.tools, domain.world, [], 0, LS, 1, [])
+
+    small, default = first_prompt(SmallModelProfile()), first_prompt(PromptProfile())
+    system = small[0].content
+    assert "run_command(command)" in system and "devbox" in system
+    assert "Desktop Commander" not in system  # long agent-facing descriptions are gone
+    assert [m.content for m in small[1:]] == [  # demonstrations kept, actions as tool + JSON
+        'run_command {"command": "echo hello && uname -s"}',
+        "hello\nLinux\n[exit code: 0]",
+        'run_command {"command": "cat missing.txt"}',
+        "cat: missing.txt: No such file or directory\n[exit code: 1]",
+        'run_command {"command": "ls -la"}',
+    ]
+    # Nothing per-call in the system message: the next step's prompt extends this one.
+    step2 = build_messages(
+        SmallModelProfile(),
+        domain,
+        domain.tools,
+        domain.world,
+        turns,
+        0,
+        LS,
+        2,
+        ["the disk is full"],
+    )
+    assert step2[: len(small) - 1] == small[:-1]
+    assert step2[-1].content.endswith("(now: the disk is full)")
+    count = anyio.run(module_engine.count_tokens, small[:1])
+    assert count * 3 < anyio.run(module_engine.count_tokens, default[:1])

@@ -62,9 +62,11 @@ class ServeSettings(BaseSettings):
         "file; repeatable",
         json_schema_extra=flag(WHAT, "NAME|FILE"),
     )
-    profile: Literal["default", "agentworld"] = Field(
-        default="default",
-        description="prompt format: default, or the format Qwen-AgentWorld was trained on",
+    profile: Literal["default", "small", "agentworld"] | None = Field(
+        default=None,
+        description="prompt format: default; small (short, for small trained models); or "
+        "agentworld (the format Qwen-AgentWorld was trained on); unset: the profile the LoRA "
+        "adapter was trained with, else default",
         json_schema_extra=flag(WHAT),
     )
 
@@ -164,6 +166,18 @@ class ServeSettings(BaseSettings):
         ge=1,
         le=64,
         description="local engines: copies of the model serving episodes side by side",
+        json_schema_extra=flag(ENGINE),
+    )
+    lora: list[Path] = Field(
+        default_factory=list,
+        description="a GGUF LoRA adapter applied to the model (llama-cpp engine; 'aw-mcp "
+        "train' writes them); repeatable; given ones replace the bundled default adapter",
+        json_schema_extra=flag(ENGINE, "FILE.gguf"),
+    )
+    no_lora: bool = Field(
+        default=False,
+        description="no LoRA adapter at all, not even the bundled one the embedded model gets "
+        "by default for the domains it was trained on",
         json_schema_extra=flag(ENGINE),
     )
 
@@ -298,6 +312,19 @@ class ServeSettings(BaseSettings):
         description="with --replay, a call no recording matches: 'model' lets the world model "
         "answer it and the rest of the episode; 'error' returns an isError naming the mismatch",
         json_schema_extra=flag(EPISODES),
+    )
+    grounding: Path | None = Field(
+        default=None,
+        description="a record dir of real episodes: for each call, the most similar recorded "
+        "real transitions (BM25) are shown to the model as examples",
+        json_schema_extra=flag(ENGINE, "DIR"),
+    )
+    grounding_k: int = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="real transitions shown per call (--grounding)",
+        json_schema_extra=flag(ENGINE),
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="logging to stderr", json_schema_extra=flag(EPISODES)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from aw_mcp.adapters import AdapterInfo, adapters_profile, default_adapters, read_adapter_info
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
@@ -19,10 +22,52 @@ from aw_mcp.simulation.sampling import SamplingSettings
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
 from aw_mcp.trajectories.replay import Recordings
 
+if TYPE_CHECKING:
+    from aw_mcp.grounding import GroundingIndex
+
 log = logging.getLogger(__name__)
 
 
-def make_engine(settings: ServeSettings) -> Engine:
+def resolve_adapters(settings: ServeSettings, catalogue: Catalogue) -> list[AdapterInfo]:
+    """The LoRA adapters to serve with: ``--lora`` files, else the bundled adapter when the
+    embedded model serves only domains it was trained on; none with ``--no-lora``."""
+    if settings.no_lora:
+        if settings.lora:
+            raise ValueError("--lora and --no-lora contradict each other")
+        return []
+    if settings.lora:
+        if settings.engine != "llama-cpp":
+            raise ValueError("--lora adapters are applied by the llama-cpp engine only")
+        return [read_adapter_info(path) for path in settings.lora]
+    if settings.engine != "llama-cpp" or settings.model is not None:
+        return []  # a user's own model gets no default adapter
+    from aw_mcp.engines.base import EngineError
+    from aw_mcp.engines.llama_cpp import embedded_model_path
+
+    try:
+        base = embedded_model_path()
+    except EngineError:
+        return []  # the engine reports the missing model when it loads
+    adapters = default_adapters(base, [d.name for d in catalogue.domains])
+    for adapter in adapters:
+        log.info("using the bundled LoRA adapter %s (--no-lora to serve without)", adapter.path)
+    return adapters
+
+
+def serving_profile(settings: ServeSettings, adapters: list[AdapterInfo]) -> str:
+    """``--profile``, else the profile the adapters were trained with, else default."""
+    trained = adapters_profile(adapters)
+    if settings.profile and trained and settings.profile != trained:
+        log.warning(
+            "--profile %s, but the LoRA adapter was trained with the %s profile: expect worse "
+            "answers",
+            settings.profile,
+            trained,
+        )
+    return settings.profile or trained or "default"
+
+
+def make_engine(settings: ServeSettings, adapters: Sequence[AdapterInfo] = ()) -> Engine:
     """The configured engine; local engines with ``instances > 1`` become an EnginePool."""
     if settings.engine == "openai":
         if settings.instances > 1:
@@ -32,19 +77,21 @@ def make_engine(settings: ServeSettings) -> Engine:
             )
         return _openai_engine(settings)
     if settings.instances == 1:
-        return _local_engine(settings, settings.threads)
+        return _local_engine(settings, settings.threads, adapters)
     from aw_mcp.engines.pool import EnginePool
 
     # The instances share the cores: each gets its part of them.
     cores = settings.threads or default_inference_threads()
     threads = max(1, cores // settings.instances)
     return EnginePool(
-        [_local_engine(settings, threads) for _ in range(settings.instances)],
+        [_local_engine(settings, threads, adapters) for _ in range(settings.instances)],
         max_homes=settings.max_episodes,
     )
 
 
-def _local_engine(settings: ServeSettings, threads: int | None) -> Engine:
+def _local_engine(
+    settings: ServeSettings, threads: int | None, adapters: Sequence[AdapterInfo] = ()
+) -> Engine:
     if settings.engine == "llama-cpp":
         from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
@@ -55,6 +102,7 @@ def _local_engine(settings: ServeSettings, threads: int | None) -> Engine:
                 n_threads=threads,
                 n_gpu_layers=settings.n_gpu_layers,
                 snapshot_budget_bytes=settings.kv_snapshot_mb << 20,
+                lora_paths=[a.path for a in adapters],
             )
         )
     if settings.engine == "transformers":
@@ -128,14 +176,16 @@ def build_catalogue(settings: ServeSettings) -> Catalogue:
 
 
 def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> WorldSimulator:
+    """The simulator the settings describe; a given ``engine`` is used as is (no adapters)."""
     sink = RecordSink(settings.record_dir) if settings.record_dir else None
     catalogue = build_catalogue(settings)
+    adapters = resolve_adapters(settings, catalogue) if engine is None else []
     return WorldSimulator(
         catalogue=catalogue,
-        engine=engine or make_engine(settings),
+        engine=engine or make_engine(settings, adapters),
         episodes=EpisodeStore(limit=settings.max_episodes, sink=sink),
         faults=make_faults(settings, catalogue),
-        profile=PROFILES[settings.profile](),
+        profile=PROFILES[serving_profile(settings, adapters)](),
         settings=SimulatorSettings(
             replay_read_only=settings.replay_read_only,
             sampling=SamplingSettings(
@@ -146,4 +196,13 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         recordings=Recordings.load(settings.replay, settings.replay_miss)
         if settings.replay
         else None,
+        grounding=_grounding(settings),
     )
+
+
+def _grounding(settings: ServeSettings) -> GroundingIndex | None:
+    if settings.grounding is None:
+        return None
+    from aw_mcp.grounding import GroundingIndex
+
+    return GroundingIndex.from_record_dir(settings.grounding, k=settings.grounding_k)

@@ -1,9 +1,10 @@
 """Command-line flags generated from a pydantic settings class, so each setting is defined once.
 
 A field ``n_ctx: int`` becomes ``--n-ctx N``; ``Literal`` fields get choices; ``list`` fields
-are repeatable flags; ``bool`` fields get ``--x``/``--no-x``. Help text is the field's
-``description`` plus its default. Unset flags are left out of the parsed namespace
-(``argparse.SUPPRESS``), so environment variables and defaults stay in charge of them.
+are repeatable flags; ``bool`` fields get ``--x``/``--no-x`` (a field named ``no_x`` only
+``--no-x``). Help text is the field's ``description`` plus its default. Unset flags are left
+out of the parsed namespace (``argparse.SUPPRESS``), so environment variables and defaults stay
+in charge of them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def _argument_options(name: str, field: FieldInfo, extra: dict[str, Any]) -> dic
     annotation = _without_none(field.annotation)
     options: dict[str, Any] = {"default": argparse.SUPPRESS}
     help_text = field.description
+    if annotation is bool and name.startswith("no_"):
+        options["action"] = "store_true"  # already a negation: --no-lora, never --no-no-lora
+        return {**options, "help": help_text}
     if annotation is bool:
         options["action"] = argparse.BooleanOptionalAction
         return {**options, "help": help_text + _default_suffix(field)}

@@ -35,6 +35,9 @@ __all__ = ["RpcFaultError", "SimulatorSettings", "WorldSimulator"]
 if TYPE_CHECKING:
     from aw_mcp.trajectories.replay import Recordings
 
+if TYPE_CHECKING:
+    from aw_mcp.grounding import GroundingIndex
+
 log = logging.getLogger(__name__)
 
 
@@ -55,6 +58,7 @@ class WorldSimulator:
         profile: PromptProfile | None = None,
         settings: SimulatorSettings | None = None,
         recordings: Recordings | None = None,
+        grounding: GroundingIndex | None = None,
     ):
         self.catalogue = catalogue
         self.engine = engine
@@ -63,7 +67,7 @@ class WorldSimulator:
         self.profile = profile = profile or PromptProfile()
         self.faults = FaultStep(faults or NoFaults())
         self.replay = ReadOnlyReplay(self.settings.replay_read_only)
-        self.context = ContextFitter(engine, profile)
+        self.context = ContextFitter(engine, profile, grounding)
         self.generator = ObservationGenerator(
             engine, profile, self.settings.structured_retries, self.settings.sampling
         )

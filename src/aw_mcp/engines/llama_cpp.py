@@ -22,7 +22,7 @@ import importlib.util
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +61,49 @@ def embedded_model_path() -> Path:
     return found[0]
 
 
+def chat_renderer(llm: Any) -> ChatRenderer:
+    """The chat format of a loaded ``Llama``: its GGUF's template and special tokens."""
+    vocab = llm._model
+    return ChatRenderer(
+        template=llm.metadata.get("tokenizer.chat_template"),
+        bos_token=vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
+        eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
+    )
+
+
+def apply_lora_adapters(llm: Any, paths: list[Path], scale: float = 1.0) -> None:
+    """Load GGUF LoRA adapters onto a loaded ``Llama`` and activate them all.
+
+    The low-level API, not ``Llama(lora_path=...)``: it takes several adapters and keeps the
+    base model memory-mapped (the high-level option turns mmap off)."""
+    import llama_cpp
+
+    adapters = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise EngineError(f"LoRA adapter not found: {path}")
+        adapter = llama_cpp.llama_adapter_lora_init(llm._model.model, str(path).encode("utf-8"))
+        if not adapter:
+            raise EngineError(
+                f"llama.cpp could not load the LoRA adapter {path} (not a GGUF LoRA adapter, "
+                "or made for another base model)"
+            )
+        adapters.append(adapter)  # llama.cpp frees a model's adapters with the model
+    handles = (llama_cpp.llama_adapter_lora_p_ctypes * len(adapters))(*adapters)
+    scales = (ctypes.c_float * len(adapters))(*([scale] * len(adapters)))
+    if llama_cpp.llama_set_adapters_lora(llm._ctx.ctx, handles, len(adapters), scales):
+        raise EngineError(f"llama.cpp could not apply the LoRA adapters {paths}")
+
+
 @dataclass
 class LlamaCppOptions(LocalEngineOptions):
     model_path: Path | None = None  # None: the embedded SmolLM2 file
     n_ctx: int = 8192
     n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
     n_batch: int = 512
+    # GGUF LoRA adapters applied on top of the model (``aw-mcp train`` writes them).
+    lora_paths: list[Path] = field(default_factory=list)
+    lora_scale: float = 1.0
 
 
 class LlamaCppEngine(LocalEngine):
@@ -108,18 +145,20 @@ class LlamaCppEngine(LocalEngine):
             )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise EngineError(f"could not load the model {path}: {exc}") from exc
-        template = llm.metadata.get("tokenizer.chat_template")
-        vocab = llm._model
-        self._renderer = ChatRenderer(
-            template=template,
-            bos_token=vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
-            eos_token=vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
-        )
+        if self.options.lora_paths:
+            try:
+                apply_lora_adapters(llm, self.options.lora_paths, self.options.lora_scale)
+            except EngineError:
+                llm.close()
+                raise
+        self._renderer = chat_renderer(llm)
+        template = self._renderer.template
         self._llm = llm
         self._loaded = True
         log.info(
-            "loaded %s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",
+            "loaded %s%s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",
             path.name,
+            "".join(f" + {Path(p).name}" for p in self.options.lora_paths),
             time.perf_counter() - started,
             self.options.n_ctx,
             threads,

@@ -6,16 +6,18 @@ current action. Step n+1's prompt therefore starts with step n's prompt and obse
 the engine only evaluates what was added. Mid-episode world conditions are written into the
 user turn they apply to, never into the system message, for the same reason.
 
-Two profiles render the same content: ``default`` (plain, for small local models) and
+Three profiles render the same content: ``default`` (plain), ``small`` (the same facts in a
+fraction of the tokens, for ~100M-parameter models and the adapters trained on it) and
 ``agentworld`` (the turn shape Qwen-AgentWorld was trained on).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
-from aw_mcp.domain.models import DomainSpec, ToolCall, ToolSpec, WorldSpec
+from aw_mcp.domain.models import Demonstration, DomainSpec, ToolCall, ToolSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.engines.reasoning import (
     OBSERVATION_CLOSE,
@@ -31,6 +33,7 @@ MAX_SUMMARIZED_ARGUMENTS = 120
 # What the world model reads for a call a protocol fault answered (the fault's own text would
 # be copied into later observations as if the environment had printed it).
 FAILED_REQUEST = "(the request failed before it reached the environment; nothing changed)"
+MAX_EXAMPLE_CHARS = 400  # a retrieved example's observation is cut here (bounded prompt)
 
 
 def compact_json(value: Any) -> str:
@@ -114,6 +117,14 @@ class PromptProfile:
     def observation_message(self, observation: str) -> str:
         return observation
 
+    def examples_section(self, examples: list[Demonstration]) -> str:
+        """Retrieved real transitions (``--grounding``), shown above the current action."""
+        blocks = [
+            f"{e.tool} {compact_json(e.arguments)}\n{e.observation[:MAX_EXAMPLE_CHARS]}"
+            for e in examples
+        ]
+        return "Real observations of similar actions (for reference):\n" + "\n---\n".join(blocks)
+
     def extract_observation(self, output: str) -> str:
         """The observation inside raw model output: thinking dropped, and the last
         ``<predicted_observation>`` block taken when the model wrote one."""
@@ -172,7 +183,57 @@ class AgentWorldProfile(PromptProfile):
         return text
 
 
-PROFILES: dict[str, type[PromptProfile]] = {p.name: p for p in (PromptProfile, AgentWorldProfile)}
+class SmallModelProfile(PromptProfile):
+    """What a ~100M-parameter model can use, in a fraction of the tokens.
+
+    The default terminal system prompt is ~1,600 tokens, mostly tool descriptions written for
+    agents; a 135M model copies from them instead of using them. This profile keeps the first
+    sentence of the domain's instructions, each tool's signature, the world facts and the
+    demonstrations (which show the observation format), and writes actions as
+    ``tool {json}``.
+    The system message holds nothing per-call, so the KV-cache prefix stays fixed. Adapters
+    trained on this profile record its name (``aw-mcp train``) and are served with it.
+    """
+
+    name: ClassVar[str] = "small"
+
+    def system_message(
+        self, domain: DomainSpec, tools: list[ToolSpec], world: WorldSpec, omitted: list[Turn]
+    ) -> str:
+        parts = [self.role_section(domain)]
+        parts.append("Tools: " + ", ".join(self.describe_tool(t) for t in tools))
+        facts = self.describe_world(world)
+        if facts:
+            parts.append("World:\n" + facts)
+        parts.append(self.answer_section())
+        if omitted:
+            parts.append(self.describe_omitted(omitted))
+        return "\n\n".join(parts)
+
+    def role_section(self, domain: DomainSpec) -> str:
+        text = " ".join(domain.instructions.split())
+        return re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+
+    def answer_section(self) -> str:
+        return "Reply to each action with the raw observation only, like the examples."
+
+    def describe_tool(self, tool: ToolSpec) -> str:
+        """A signature: the name and the required parameters (the demonstrations show the
+        observation format; a 135M model copies long descriptions instead of using them)."""
+        schema = tool.input_schema
+        params = [p for p in (schema.get("properties") or {}) if p in schema.get("required", [])]
+        return f"{tool.name}({', '.join(params)})"
+
+    def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
+        text = f"{action.tool} {compact_json(action.arguments)}"
+        if conditions:
+            text += "\n(now: " + "; ".join(conditions) + ")"
+        return text
+
+
+PROFILES: dict[str, type[PromptProfile]] = {
+    p.name: p for p in (PromptProfile, SmallModelProfile, AgentWorldProfile)
+}
 
 
 def build_messages(
@@ -186,8 +247,12 @@ def build_messages(
     current_step: int,
     current_conditions: list[str],
     summarize_omitted: bool = True,
+    examples: list[Demonstration] | None = None,
 ) -> list[ChatMessage]:
-    """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown."""
+    """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown.
+
+    ``examples`` (retrieved real transitions) go into the current user turn only, so every
+    message before it is the same as at the previous step (the KV cache stays valid)."""
     summarized = turns[:omitted] if summarize_omitted else []
     messages = [
         ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
@@ -212,9 +277,8 @@ def build_messages(
                 ),
             )
         )
-    messages.append(
-        ChatMessage(
-            role="user", content=profile.action_message(current_step, current, current_conditions)
-        )
-    )
+    action = profile.action_message(current_step, current, current_conditions)
+    if examples:
+        action = profile.examples_section(examples) + "\n\n" + action
+    messages.append(ChatMessage(role="user", content=action))
     return messages

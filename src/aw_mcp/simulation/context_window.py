@@ -8,12 +8,16 @@ stable prompt prefix, and with it their KV cache, instead of trimming again at e
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.base import ChatMessage, Engine, EngineError
 from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+
+if TYPE_CHECKING:
+    from aw_mcp.grounding import GroundingIndex
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +29,12 @@ class PromptTooLongError(EngineError):
 
 
 class ContextFitter:
-    def __init__(self, engine: Engine, profile: PromptProfile):
+    def __init__(
+        self, engine: Engine, profile: PromptProfile, grounding: GroundingIndex | None = None
+    ):
         self.engine = engine
         self.profile = profile
+        self.grounding = grounding  # real transitions shown as examples (--grounding)
 
     async def fit(
         self, episode: Episode, served: ServedTool, action: ToolCall, max_tokens: int
@@ -36,6 +43,11 @@ class ContextFitter:
         must go (``episode.omitted_turns`` remembers how many)."""
         budget = self.engine.context_window - max_tokens
         conditions = episode.active_conditions()
+        examples = (
+            self.grounding.examples(action.tool, action.arguments, episode.turns)
+            if self.grounding is not None
+            else None
+        )
 
         def build(omitted: int, summarize: bool = True) -> list[ChatMessage]:
             return build_messages(
@@ -49,6 +61,7 @@ class ContextFitter:
                 episode.next_index,
                 conditions,
                 summarize_omitted=summarize,
+                examples=examples,
             )
 
         omitted = episode.omitted_turns

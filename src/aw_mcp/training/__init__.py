@@ -1,0 +1,104 @@
+"""Fine-tune the embedded world model on recorded real episodes (``aw-mcp train``).
+
+Install with ``pip install 'aw-mcp[train]'`` (torch, transformers, peft, gguf, accelerate).
+
+record dirs --(examples.py: rendered as the server renders each call)--> token sequences
+  --(lora.py: base GGUF in transformers + peft LoRA; trainer.py: the loop)--> LoRA weights
+  --(gguf_adapter.py)--> ``adapter.gguf`` that llama.cpp loads on the base GGUF
+  (``aw-mcp serve --lora FILE``; the bundled one is used by default).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aw_mcp.domain.loader import load_domain, load_world
+from aw_mcp.episode.prompt import PROFILES
+from aw_mcp.training.examples import (
+    DomainContext,
+    ServingFormat,
+    build_examples,
+    shared_prefix_length,
+    split_validation,
+)
+from aw_mcp.training.trainer import ADAPTER, TrainSettings
+from aw_mcp.trajectories.records import load_record_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainJob:
+    """What to train on and where to put it."""
+
+    record_dirs: list[Path]
+    out_dir: Path
+    simulators: list[str] | None = None  # None: the bundled domains the records name
+    world: Path | None = None
+    profile: str = "small"
+    base_model: Path | None = None  # None: the embedded GGUF
+    max_tokens: int = 2048  # longest training sequence (longer episodes are cut)
+    val_fraction: float = 0.05
+    device: str = "auto"
+    dtype: str = "auto"  # auto: bfloat16 on CUDA, float32 on CPU
+    threads: int | None = None
+    resume: bool = False
+
+
+def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
+    import torch
+
+    from aw_mcp.engines.base import default_inference_threads
+    from aw_mcp.engines.llama_cpp import embedded_model_path
+    from aw_mcp.training.gguf_adapter import AdapterMetadata
+    from aw_mcp.training.lora import load_for_training
+    from aw_mcp.training.trainer import Trainer
+
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(job.threads or default_inference_threads())
+    base = job.base_model or embedded_model_path()
+    episodes = [e for d in job.record_dirs for e in load_record_dir(d)]
+    if not episodes:
+        raise ValueError(f"no episodes in {', '.join(map(str, job.record_dirs))}")
+    names = job.simulators or sorted({e.domain for e in episodes})
+    world = load_world(job.world) if job.world else None
+    contexts = {}
+    for name in names:
+        domain = load_domain(name)
+        contexts[domain.name] = DomainContext.of(domain, world)
+    profile = PROFILES[job.profile]()
+    fmt = ServingFormat.from_gguf(base)
+    examples = build_examples(episodes, contexts, profile, fmt, job.max_tokens)
+    if not examples:
+        raise ValueError("no episode could be turned into a training sequence")
+    train, validation = split_validation(examples, job.val_fraction, settings.seed)
+    prefix = shared_prefix_length(examples)
+    log.info(
+        "%d training episodes (%d target tokens), %d validation; shared prefix %d tokens",
+        len(train),
+        sum(e.target_count for e in train),
+        len(validation),
+        prefix,
+    )
+    loaded = load_for_training(base, settings.rank, settings.alpha, job.device, job.dtype)
+    meta = AdapterMetadata(
+        alpha=settings.alpha,
+        profile=job.profile,
+        base_model=base.name,
+        domains=sorted(contexts),
+        n_layers=loaded.n_layers,
+        n_head=loaded.n_head,
+        n_kv_head=loaded.n_kv_head,
+    )
+    trainer = Trainer(loaded, train, validation, prefix, settings, job.out_dir, meta)
+    summary = trainer.run(resume=job.resume)
+    return {
+        **summary,
+        "adapter": str(job.out_dir / ADAPTER),
+        "train_episodes": len(train),
+        "validation_episodes": len(validation),
+        "history": trainer.history,
+    }

@@ -1,0 +1,82 @@
+"""Write trained LoRA weights as a GGUF adapter that llama.cpp loads on the base GGUF.
+
+Layout (what llama.cpp's ``llama_adapter_lora_init`` checks): for a base tensor ``W`` of
+numpy shape (out, in) named ``blk.N.attn_q.weight``, two tensors ``...weight.lora_a`` of shape
+(rank, in) and ``...weight.lora_b`` of shape (out, rank); the applied delta is
+``B @ A * alpha / rank``. Names come from gguf's own HF -> GGUF tensor map.
+
+The Llama GGUF converter permutes the rows of q and k projections (rotary layout);
+transformers undoes it when it loads a GGUF, so LoRA weights trained in transformers' layout
+get the same row permutation on B before they are written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from aw_mcp.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY
+
+
+@dataclass
+class LoraWeights:
+    """One adapted projection: ``name`` is the HF module name (model.layers.0.self_attn.q_proj)."""
+
+    name: str
+    a: np.ndarray  # (rank, in)
+    b: np.ndarray  # (out, rank)
+
+
+@dataclass
+class AdapterMetadata:
+    alpha: float
+    profile: str
+    base_model: str  # the base GGUF's file name
+    domains: list[str]
+    n_layers: int
+    n_head: int
+    n_kv_head: int
+
+
+def rotary_permute(rows: np.ndarray, n_head: int) -> np.ndarray:
+    """The row order llama.cpp's converter gives q/k projections (``LlamaModel.permute``)."""
+    out = rows.shape[0]
+    return (
+        rows.reshape(n_head, 2, out // n_head // 2, *rows.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(rows.shape)
+    )
+
+
+def write_gguf_adapter(
+    path: Path, weights: list[LoraWeights], meta: AdapterMetadata, dtype=np.float16
+) -> Path:
+    import gguf
+
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, meta.n_layers)
+    writer = gguf.GGUFWriter(path, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
+    writer.add_string("general.type", "adapter")
+    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(meta.alpha))
+    writer.add_string(PROFILE_KEY, meta.profile)
+    writer.add_string(BASE_MODEL_KEY, meta.base_model)
+    writer.add_string(DOMAINS_KEY, ",".join(meta.domains))
+    for w in weights:
+        base = names.get_name(w.name + ".weight", try_suffixes=(".weight",))
+        if base is None:
+            raise ValueError(f"no GGUF tensor name for {w.name}")
+        b = w.b
+        if w.name.endswith("q_proj"):
+            b = rotary_permute(b, meta.n_head)
+        elif w.name.endswith("k_proj"):
+            b = rotary_permute(b, meta.n_kv_head)
+        writer.add_tensor(f"{base}.lora_a", np.ascontiguousarray(w.a, dtype=dtype))
+        writer.add_tensor(f"{base}.lora_b", np.ascontiguousarray(b, dtype=dtype))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

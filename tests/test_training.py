@@ -1,0 +1,153 @@
+"""aw-mcp train end to end on a tiny real-bash record set: the loss falls, the GGUF adapter
+loads in llama.cpp and changes what the embedded model answers; serving picks its profile.
+
+Real model, real LoRA, CPU. The domain is the small test terminal (its short prompt keeps the
+few training steps well under a minute); the records are real bash output (tests/data).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("peft")
+pytest.importorskip("torch")
+
+from aw_mcp.adapters import read_adapter_info
+from aw_mcp.config import ServeSettings
+from aw_mcp.domain.loader import load_domain, load_world
+from aw_mcp.domain.models import ToolCall
+from aw_mcp.engines.base import GenerationRequest
+from aw_mcp.engines.llama_cpp import embedded_model_path
+from aw_mcp.episode.prompt import SmallModelProfile, build_messages
+from aw_mcp.runtime import build_catalogue, resolve_adapters, serving_profile
+from aw_mcp.training.examples import (
+    DomainContext,
+    ServingFormat,
+    build_examples,
+    shared_prefix_length,
+)
+from aw_mcp.training.gguf_adapter import AdapterMetadata
+from aw_mcp.training.lora import load_for_training
+from aw_mcp.training.trainer import ADAPTER, Trainer, TrainSettings
+from aw_mcp.trajectories.records import load_record_dir
+from tests.conftest import REPO_ROOT, TEST_THREADS, small_embedded_engine
+from tests.engine_support import write_tiny_domain
+
+DATA = REPO_ROOT / "tests" / "data"
+
+
+@pytest.fixture(scope="module")
+def serving_format() -> ServingFormat:
+    return ServingFormat.from_gguf(embedded_model_path())
+
+
+def _examples(domain_file: Path, fmt: ServingFormat):
+    context = DomainContext.of(load_domain(str(domain_file)), load_world(DATA / "train_world.yaml"))
+    episodes = load_record_dir(DATA / "train_records")
+    # The records name the terminal domain; the tiny one stands in for it (short prompt).
+    examples = build_examples(episodes, {"terminal": context}, SmallModelProfile(), fmt, 1024)
+    return episodes, context, examples
+
+
+def test_an_episode_is_the_servers_prompts_with_observations_as_targets(tmp_path, serving_format):
+    episodes, context, examples = _examples(write_tiny_domain(tmp_path), serving_format)
+    assert len(examples) == len(episodes) == 4
+    episode, example = episodes[0], examples[0]
+    turns = episode.turns()
+    # Before each target: exactly the tokens the server sends for that step.
+    starts = [i for i in range(len(example)) if example.targets[i] and not example.targets[i - 1]]
+    assert len(starts) == len(turns) == example.steps
+    for k, start in enumerate(starts):
+        messages = build_messages(
+            SmallModelProfile(),
+            context.domain,
+            context.domain.tools,
+            context.world,
+            turns[:k],
+            0,
+            turns[k].action,
+            turns[k].index,
+            [],
+        )
+        served = serving_format.tokenize_text(serving_format.renderer.render(messages), True)
+        assert example.input_ids[:start] == served
+    # The targets are the observation and the end-of-turn token that stops generation.
+    first_target = [t for t, m in zip(example.input_ids, example.targets, strict=True) if m]
+    assert (
+        serving_format.tokenize_text(turns[0].observation + "<|im_end|>", False)
+        == (first_target[: len(serving_format.tokenize_text(turns[0].observation, False)) + 1])
+    )
+    assert 0 < shared_prefix_length(examples) < starts[0]
+
+
+def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
+    tmp_path, serving_format
+):
+    domain_file = write_tiny_domain(tmp_path)
+    _, context, examples = _examples(domain_file, serving_format)
+    settings = TrainSettings(
+        rank=8, alpha=16, lr=3e-3, warmup_steps=0, batch_tokens=4096, max_steps=3, epochs=3
+    )
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(TEST_THREADS)
+    loaded = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    meta = AdapterMetadata(
+        alpha=settings.alpha,
+        profile="small",
+        base_model=embedded_model_path().name,
+        domains=["terminal"],
+        n_layers=loaded.n_layers,
+        n_head=loaded.n_head,
+        n_kv_head=loaded.n_kv_head,
+    )
+    prefix = shared_prefix_length(examples)
+    out = tmp_path / "run"
+    # Validation on the training episodes themselves: this test is about the loss falling.
+    summary = Trainer(loaded, examples, examples, prefix, settings, out, meta).run()
+    before = next(h["val_loss"] for h in _metrics(out) if h["step"] == 0)
+    assert summary["val_loss"] < before * 0.7, (before, summary["val_loss"])
+
+    adapter = out / ADAPTER
+    info = read_adapter_info(adapter)
+    assert (info.profile, info.domains, info.alpha) == ("small", ("terminal",), 16.0)
+
+    # Serving: the adapter's profile is chosen, and the answers change.
+    settings_ = ServeSettings(simulator=[str(domain_file)], lora=[adapter])
+    adapters = resolve_adapters(settings_, build_catalogue(settings_))
+    assert [a.path for a in adapters] == [adapter]
+    assert serving_profile(settings_, adapters) == "small"
+
+    messages = build_messages(
+        SmallModelProfile(),
+        context.domain,
+        context.domain.tools,
+        context.world,
+        [],
+        0,
+        ToolCall(tool="run_command", arguments={"command": "pwd"}),
+        1,
+        [],
+    )
+    request = GenerationRequest(messages=messages, max_tokens=24)
+
+    async def answer(**options) -> str:
+        engine = small_embedded_engine(**options)
+        try:
+            return (await engine.generate(request)).text
+        finally:
+            await engine.aclose()
+
+    plain = anyio.run(answer)
+    adapted = anyio.run(lambda: answer(lora_paths=[adapter]))
+    assert adapted != plain
+    assert adapted.startswith("/home/user/project"), adapted  # what the real records taught
+
+
+def _metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
