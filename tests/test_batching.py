@@ -111,7 +111,9 @@ async def test_a_new_prompt_is_prefilled_in_chunks_beside_running_episodes():
 
 
 async def test_more_episodes_than_sequences_swap_through_snapshots():
-    engine = small_embedded_engine(batch_slots=2)
+    # reevaluate_below=0: always restore (these prompts differ in a few tokens only, which
+    # by default are re-evaluated on a copied prefix instead).
+    engine = small_embedded_engine(batch_slots=2, reevaluate_below=0)
     first = {}
     for word in ("apple", "banana", "cherry"):  # cherry takes apple's sequence
         first[word] = await engine.generate(_echo(word))
@@ -124,6 +126,17 @@ async def test_more_episodes_than_sequences_swap_through_snapshots():
     for word in first:
         engine.forget(word)
     assert engine.snapshot_bytes == 0 and engine.batch.resident_keys() == []
+
+
+async def test_a_returning_episode_with_few_own_tokens_is_re_evaluated_on_a_shared_prefix():
+    engine = small_embedded_engine(batch_slots=2)
+    for word in ("apple", "banana", "cherry"):
+        await engine.generate(_echo(word))
+    again = await engine.generate(_echo("apple"))
+    assert not again.stats.restored_snapshot
+    assert 0 < again.stats.evaluated_prompt_tokens < 16  # its own word, on cherry's prefix
+    assert engine.counters.snapshot_restores == 0
+    assert engine.snapshots.take("apple") is None  # the unused snapshot was dropped
 
 
 async def test_forget_frees_the_episodes_sequence():

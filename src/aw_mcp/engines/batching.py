@@ -131,6 +131,7 @@ class BatchLoop:
         counters: EngineCounters,
         model_lock: threading.Lock,
         prefill_chunk: int,
+        reevaluate_below: int,
         max_tokens_per_step: int,
         context_window: int,
         name: str,
@@ -141,6 +142,7 @@ class BatchLoop:
         self._counters = counters
         self._model_lock = model_lock
         self._prefill_chunk = max(1, prefill_chunk)
+        self._reevaluate_below = reevaluate_below
         self._step_budget = max(slots + 1, max_tokens_per_step)
         self._context_window = context_window
         self._cond = threading.Condition()
@@ -341,7 +343,7 @@ class BatchLoop:
             job.parked = None
             slot.key, slot.job = job.key, job
             return
-        if slot.key is None and self._snapshots_take(job, slot):
+        if slot.key is None and not self._cheaper_to_copy(job) and self._snapshots_take(job, slot):
             job.stats.restored_snapshot = True
         elif slot.key is None:
             self._copy_prefix(job, slot)
@@ -354,6 +356,17 @@ class BatchLoop:
         job.seq, job.fed = slot.seq, keep
         job.stats.reused_prompt_tokens = keep
         job.stats.evaluated_prompt_tokens = len(job.tokens) - keep
+
+    def _cheaper_to_copy(self, job: Job) -> bool:
+        """A restored snapshot takes fresh KV cells for its whole length (its prefix is no
+        longer shared with the sequences it was copied from); a copied prefix shares them.
+        When a resident sequence shares all but a few of the episode's tokens, copying and
+        evaluating the rest keeps the cells for the running episodes."""
+        shared = max((common_prefix(s.tokens, job.tokens) for s in self._slots), default=0)
+        if len(job.tokens) - shared < self._reevaluate_below:
+            self._snapshots.drop(job.key)
+            return True
+        return False
 
     def _snapshots_take(self, job: Job, slot: _Slot) -> bool:
         if job.key == NO_KEY:
@@ -368,10 +381,15 @@ class BatchLoop:
         return False
 
     def _load_into(self, slot: _Slot, snapshot: Snapshot) -> bool:
+        """Restore ``snapshot`` into ``slot``. A restored state needs free cells in one run
+        (its prefix is no longer shared), so idle sequences are saved out until it fits."""
         self._clear(slot)
-        if not self._backend.seq_restore(slot.seq, snapshot):
+        while not self._backend.seq_restore(slot.seq, snapshot):
             self._clear(slot)
-            return False
+            idle = [s for s in self._slots if s is not slot and s.job is None and s.tokens]
+            if not idle:
+                return False
+            self._save_out(min(idle, key=lambda s: s.used))
         slot.tokens = list(snapshot.tokens)
         return True
 

@@ -89,6 +89,10 @@ class LocalEngineOptions:
     # Prompt tokens evaluated per batched step while other episodes decode (bounds how long
     # a new prompt stalls them).
     prefill_chunk: int = 64
+    # A returning episode whose tokens beyond what a resident sequence shares are fewer than
+    # this is re-evaluated on a copied prefix instead of restored from its snapshot (a
+    # restored state takes KV cells for its whole length; see batching.py).
+    reevaluate_below: int = 256
 
 
 class StopStrings:
@@ -332,6 +336,7 @@ class LocalEngine(ABC):
                     counters=self.counters,
                     model_lock=self._model_lock,
                     prefill_chunk=self.options.prefill_chunk,
+                    reevaluate_below=self.options.reevaluate_below,
                     max_tokens_per_step=self._batch_step_tokens(),
                     context_window=self.context_window,
                     name=self.name,
