@@ -11,7 +11,7 @@ from tests.conftest import small_embedded_engine
 
 pytestmark = pytest.mark.anyio
 
-WORDS = ["apple", "banana", "cherry", "dragon", "eagle", "falcon"]
+WORDS = ["apple", "banana", "orange", "dragon", "eagle", "falcon"]
 COUNTING = [
     ChatMessage(role="user", content="Write the numbers from 1 to 400, separated by commas.")
 ]
@@ -75,11 +75,11 @@ async def test_cancelling_one_episode_leaves_the_others_running():
     control.on_token = on_token
     long = GenerationRequest(messages=COUNTING, max_tokens=300, cache_key="long")
     results = await _all_at_once(
-        engine, [long, _echo("apple"), _echo("cherry")], controls={"long": control}
+        engine, [long, _echo("apple"), _echo("orange")], controls={"long": control}
     )
     assert results["long"].finish_reason == "cancelled"
     assert results["long"].stats.completion_tokens == 5
-    for word in ("apple", "cherry"):
+    for word in ("apple", "orange"):
         assert results[word].finish_reason != "cancelled"
         assert word in results[word].text.lower()
     assert engine.counters.extra["max_step_sequences"] == 3

@@ -280,6 +280,11 @@ class LlamaSequences:
         params.n_batch = params.n_ubatch = n_batch
         params.n_seq_max = slots
         params.kv_unified = True
+        # Every sequence's cells sit in one cache and other sequences' cells are masked
+        # out; the CPU flash-attention kernel skips masked cells, the default kernel does
+        # not (measured: 16 sequences of 2200 tokens, 6700 cells in use: 2x per step, 3.5x
+        # for one sequence alone). AUTO enables it wherever the backend supports it.
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
         self._context = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.ctx = self._context.ctx
         self._memory = llama_cpp.llama_get_memory(self.ctx)
