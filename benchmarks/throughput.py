@@ -83,8 +83,12 @@ def terminal_domain(folder: Path) -> Path:
     return path
 
 
+BATCH_SLOTS = 8  # batched decoding in every row but the batch_slots=1 reference
+
+
 def engine(threads: int, **options) -> LlamaCppEngine:
-    return LlamaCppEngine(LlamaCppOptions(n_ctx=8192, n_threads=threads, **options))
+    options = {"n_ctx": 8192, "n_threads": threads, "batch_slots": BATCH_SLOTS, **options}
+    return LlamaCppEngine(LlamaCppOptions(**options))
 
 
 def command(episode: int, step: int) -> str:
@@ -111,7 +115,7 @@ async def http_episode(url: str, episode: str, steps: int, first: int = 0) -> No
 
 async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> list[Row]:
     rows = []
-    for slots in (8, 1):
+    for slots in (BATCH_SLOTS, 1):
         eng = engine(threads, batch_slots=slots)
         simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=eng)
         async with serving_http(build_server(simulator, owns_engine=True), free_port()) as url:
@@ -220,6 +224,7 @@ def serve_params(domain: Path, threads: int) -> StdioServerParameters:
             "PYTHONPATH": str(REPO / "src"),
             "AW_MCP_N_CTX": "8192",
             "AW_MCP_THREADS": str(threads),
+            "AW_MCP_BATCH_SLOTS": str(BATCH_SLOTS),
             "AW_MCP_LOG_LEVEL": "WARNING",
         },
     )

@@ -115,7 +115,7 @@ async def _run_episode(url: str, episode: int, observations: dict[int, list[str]
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_sixteen_concurrent_episodes_over_http(tmp_path):
-    engine = small_embedded_engine(n_threads=TEST_THREADS)
+    engine = small_embedded_engine(n_threads=TEST_THREADS, batch_slots=8)
     recorder = RecordingEngine(engine)
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
     simulator = build_simulator(settings, engine=recorder)

@@ -137,7 +137,7 @@ class ServeSettings(BaseSettings):
         json_schema_extra=flag(ENGINE),
     )
     batch_slots: int = Field(
-        default=8,
+        default=1,
         ge=1,
         le=256,
         description="llama.cpp: episodes decoded together in one step (1: one at a time)",

@@ -70,7 +70,9 @@ class LlamaCppOptions(LocalEngineOptions):
     n_batch: int = 512
     # Episodes decoded together (one llama_decode over several sequences). Their KV shares
     # one unified cache of n_ctx cells; an idle episode's sequence is saved out when needed.
-    batch_slots: int = 8
+    # Off by default for now: on the 2-core build machine it did not raise total throughput
+    # yet (docs-draft/throughput.md); set 8-16 to try it.
+    batch_slots: int = 1
 
 
 class LlamaCppEngine(LocalEngine):
