@@ -115,7 +115,9 @@ async def _run_episode(url: str, episode: int, observations: dict[int, list[str]
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_sixteen_concurrent_episodes_over_http(tmp_path):
-    engine = small_embedded_engine(n_threads=TEST_THREADS, batch_slots=8)
+    # reevaluate_below=0: a returning episode is always restored from its snapshot (by default
+    # one that differs from a resident sequence in few tokens re-evaluates them instead).
+    engine = small_embedded_engine(n_threads=TEST_THREADS, batch_slots=8, reevaluate_below=0)
     recorder = RecordingEngine(engine)
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
     simulator = build_simulator(settings, engine=recorder)
