@@ -58,7 +58,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
 
-CAPTURES = REPO / "tests" / "data"
+CAPTURES = REPO / "tests" / "data" / "tool-surfaces"
 TOOLS = [
     ("time.json", "get_current_time", '{"timezone": "Europe/Paris"}'),
     (

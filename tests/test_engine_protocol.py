@@ -56,7 +56,9 @@ async def test_a_pool_forgets_the_home_and_tells_only_that_instance():
 @pytest.fixture(params=["llama-cpp", "transformers"])
 def local_engine(request):
     if request.param == "llama-cpp":
-        return small_embedded_engine()
+        # One sequence, so that switching episodes saves snapshots (test_batching.py covers
+        # forget() with batched sequences).
+        return small_embedded_engine(batch_slots=1)
     return request.getfixturevalue("transformers_engine")
 
 

@@ -55,7 +55,10 @@ async def test_second_step_evaluates_only_the_tokens_added_since_the_first(embed
     assert second.stats.evaluated_prompt_tokens < second.stats.prompt_tokens / 4
 
 
-async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating(embedded_engine):
+async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating():
+    # One sequence (no batching): every switch saves one episode's KV and restores the other's.
+    # The batched path keeps each in its own sequence (tests/test_batching.py).
+    embedded_engine = small_embedded_engine(batch_slots=1)
     simulator, server = make_server(embedded_engine)
     async with Client(server) as client:
         for episode, command in [("a", "pwd"), ("b", "whoami"), ("a", "ls"), ("b", "date")]:

@@ -156,7 +156,18 @@ def looping(engine, monkeypatch):
         values[loop] += 100.0
         return values
 
-    monkeypatch.setattr(engine, "_logits", biased)
+    monkeypatch.setattr(engine, "_logits", biased)  # the single-sequence path
+    sequences = engine._sequences  # the batched path (batch_slots > 1)
+    if sequences is not None:
+        decode = sequences.batch_decode
+
+        def biased_batch(entries):
+            outputs = decode(entries)
+            for values in outputs:
+                values[loop] += 100.0
+            return outputs
+
+        monkeypatch.setattr(sequences, "batch_decode", biased_batch)
     return engine
 
 

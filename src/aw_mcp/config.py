@@ -155,6 +155,13 @@ class ServeSettings(BaseSettings):
         description="llama.cpp: layers to offload to the GPU (-1: all; needs a GPU build)",
         json_schema_extra=flag(ENGINE),
     )
+    batch_slots: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="llama.cpp: episodes decoded together in one step (1: one at a time)",
+        json_schema_extra=flag(ENGINE),
+    )
     kv_snapshot_mb: int = Field(
         default=1024,
         ge=0,

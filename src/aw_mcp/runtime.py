@@ -101,6 +101,7 @@ def _local_engine(
                 n_ctx=settings.n_ctx,
                 n_threads=threads,
                 n_gpu_layers=settings.n_gpu_layers,
+                batch_slots=settings.batch_slots,
                 snapshot_budget_bytes=settings.kv_snapshot_mb << 20,
                 lora_paths=[a.path for a in adapters],
             )

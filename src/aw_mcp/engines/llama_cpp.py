@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from aw_mcp.engines.base import ChatMessage, EngineError, default_inference_threads
+from aw_mcp.engines.batching import BatchEntry, KVFull
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.engines.constraints import (
     GbnfConstraint,
@@ -71,8 +72,11 @@ def chat_renderer(llm: Any) -> ChatRenderer:
     )
 
 
-def apply_lora_adapters(llm: Any, paths: list[Path], scale: float = 1.0) -> None:
-    """Load GGUF LoRA adapters onto a loaded ``Llama`` and activate them all.
+def apply_lora_adapters(
+    llm: Any, paths: list[Path], scale: float = 1.0, extra_contexts: Sequence[Any] = ()
+) -> None:
+    """Load GGUF LoRA adapters onto a loaded ``Llama`` and activate them all, in its own
+    context and in ``extra_contexts`` (the batched context of ``LlamaSequences``).
 
     The low-level API, not ``Llama(lora_path=...)``: it takes several adapters and keeps the
     base model memory-mapped (the high-level option turns mmap off)."""
@@ -91,8 +95,9 @@ def apply_lora_adapters(llm: Any, paths: list[Path], scale: float = 1.0) -> None
         adapters.append(adapter)  # llama.cpp frees a model's adapters with the model
     handles = (llama_cpp.llama_adapter_lora_p_ctypes * len(adapters))(*adapters)
     scales = (ctypes.c_float * len(adapters))(*([scale] * len(adapters)))
-    if llama_cpp.llama_set_adapters_lora(llm._ctx.ctx, handles, len(adapters), scales):
-        raise EngineError(f"llama.cpp could not apply the LoRA adapters {paths}")
+    for ctx in [llm._ctx.ctx, *extra_contexts]:
+        if llama_cpp.llama_set_adapters_lora(ctx, handles, len(adapters), scales):
+            raise EngineError(f"llama.cpp could not apply the LoRA adapters {paths}")
 
 
 @dataclass
@@ -104,6 +109,11 @@ class LlamaCppOptions(LocalEngineOptions):
     # GGUF LoRA adapters applied on top of the model (``aw-mcp train`` writes them).
     lora_paths: list[Path] = field(default_factory=list)
     lora_scale: float = 1.0
+    # Episodes decoded together (one llama_decode over several sequences). Their KV shares
+    # one unified cache of n_ctx cells; an idle episode's sequence is saved out when needed.
+    # Off by default for now: on the 2-core build machine it did not raise total throughput
+    # yet (docs/throughput.md); set 8-16 to try it.
+    batch_slots: int = 1
 
 
 class LlamaCppEngine(LocalEngine):
@@ -115,6 +125,7 @@ class LlamaCppEngine(LocalEngine):
         self._llm: Any = None
         self._renderer: ChatRenderer | None = None
         self._llg_tokenizer: Any = None
+        self._sequences: LlamaSequences | None = None
 
     @property
     def model_path(self) -> Path:
@@ -132,10 +143,12 @@ class LlamaCppEngine(LocalEngine):
             raise EngineError(f"model file not found: {path}")
         started = time.perf_counter()
         threads = self.options.n_threads or default_inference_threads()
+        batched = self.options.batch_slots > 1
         try:
             llm = llama_cpp.Llama(
                 model_path=str(path),
-                n_ctx=self.options.n_ctx,
+                # Batched, the wrapper's own context is unused: LlamaSequences holds the KV.
+                n_ctx=SPARE_CTX if batched else self.options.n_ctx,
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_gpu_layers=self.options.n_gpu_layers,
@@ -143,11 +156,18 @@ class LlamaCppEngine(LocalEngine):
                 seed=self.options.seed,
                 verbose=False,
             )
+            if batched:
+                self._sequences = LlamaSequences(
+                    llm, self.options.n_ctx, self.options.batch_slots, self.options.n_batch
+                )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise EngineError(f"could not load the model {path}: {exc}") from exc
         if self.options.lora_paths:
             try:
-                apply_lora_adapters(llm, self.options.lora_paths, self.options.lora_scale)
+                batch_contexts = [self._sequences.ctx] if self._sequences is not None else []
+                apply_lora_adapters(
+                    llm, self.options.lora_paths, self.options.lora_scale, batch_contexts
+                )
             except EngineError:
                 llm.close()
                 raise
@@ -167,6 +187,9 @@ class LlamaCppEngine(LocalEngine):
         )
 
     def _close_model(self) -> None:
+        if self._sequences is not None:
+            self._sequences.close()
+            self._sequences = None
         self._llm.close()
         self._llm = None
 
@@ -198,6 +221,12 @@ class LlamaCppEngine(LocalEngine):
 
     # -- the model -------------------------------------------------------------------------
 
+    def _batch_backend(self) -> LlamaSequences | None:
+        return self._sequences
+
+    def _batch_step_tokens(self) -> int:
+        return self.options.n_batch
+
     def _live_tokens(self) -> Sequence[int]:
         return self._llm.input_ids[: self._llm.n_tokens]
 
@@ -215,26 +244,15 @@ class LlamaCppEngine(LocalEngine):
         return np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).copy()
 
     def _save_state(self) -> Snapshot | None:
-        import llama_cpp
-
         llm = self._llm
-        ctx = llm._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        if size > self.snapshots.budget_bytes:
-            return None
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-        if written == 0:
-            return None
-        return Snapshot(list(llm.input_ids[: llm.n_tokens]), buffer, written)
+        return save_sequence(
+            llm._ctx.ctx, 0, list(llm.input_ids[: llm.n_tokens]), self.snapshots.budget_bytes
+        )
 
     def _restore_state(self, snapshot: Snapshot) -> bool:
-        import llama_cpp
-
         llm = self._llm
         llm._ctx.kv_cache_clear()
-        done = llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, snapshot.state, snapshot.nbytes, 0)
-        if done == 0:
+        if not restore_sequence(llm._ctx.ctx, 0, snapshot):
             llm.n_tokens = 0
             return False
         n = len(snapshot.tokens)
@@ -259,3 +277,116 @@ class LlamaCppEngine(LocalEngine):
             ends = [t for t in range(self._llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
             self._llg_tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends or None)
         return self._llg_tokenizer
+
+
+# Cells of the Llama wrapper's own context when batching (it is not used for generation).
+SPARE_CTX = 256
+
+
+def save_sequence(ctx: Any, seq: int, tokens: list[int], budget_bytes: int) -> Snapshot | None:
+    """Sequence ``seq``'s KV state as a snapshot (None if over ``budget_bytes`` or empty)."""
+    import llama_cpp
+
+    size = llama_cpp.llama_state_seq_get_size(ctx, seq)
+    if size > budget_bytes:
+        return None
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, seq)
+    if written == 0:
+        return None
+    return Snapshot(tokens, buffer, written)
+
+
+def restore_sequence(ctx: Any, seq: int, snapshot: Snapshot) -> bool:
+    """Load ``snapshot`` into the empty sequence ``seq``; False if llama.cpp refused."""
+    import llama_cpp
+
+    return llama_cpp.llama_state_seq_set_data(ctx, snapshot.state, snapshot.nbytes, seq) != 0
+
+
+class LlamaSequences:
+    """A llama.cpp context with ``slots`` sequences in one unified KV cache of ``n_ctx``
+    cells: the ``BatchBackend`` of the batch loop (batching.py).
+
+    The ``Llama`` wrapper cannot size ``n_seq_max`` (llama-cpp-python 0.3.36 sets it only
+    for embeddings), so this context is made from the wrapper's parameters beside it.
+    Unified: the cells are shared, so one episode alone may use the whole window, and a
+    prefix copied between sequences (``seq_copy``) shares cells instead of duplicating them.
+    """
+
+    def __init__(self, llm: Any, n_ctx: int, slots: int, n_batch: int):
+        import llama_cpp
+        from llama_cpp import _internals
+
+        if slots > llama_cpp.llama_max_parallel_sequences():
+            raise EngineError(
+                f"batch_slots {slots} is over llama.cpp's limit "
+                f"{llama_cpp.llama_max_parallel_sequences()}"
+            )
+        params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
+        params.n_ctx = n_ctx
+        params.n_batch = params.n_ubatch = n_batch
+        params.n_seq_max = slots
+        params.kv_unified = True
+        # Every sequence's cells sit in one cache and other sequences' cells are masked
+        # out; the CPU flash-attention kernel skips masked cells, the default kernel does
+        # not (measured: 16 sequences of 2200 tokens, 6700 cells in use: 2x per step, 3.5x
+        # for one sequence alone). AUTO enables it wherever the backend supports it.
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        self._context = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        self.ctx = self._context.ctx
+        self._memory = llama_cpp.llama_get_memory(self.ctx)
+        self._n_vocab = llm.n_vocab()
+        self._n_batch = n_batch
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+
+    def close(self) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_batch_free(self._batch)
+        self._context.close()
+
+    def batch_decode(self, entries: list[BatchEntry]) -> list[np.ndarray]:
+        import llama_cpp
+
+        batch, i, outputs = self._batch, 0, []
+        for entry in entries:
+            for offset, token in enumerate(entry.tokens):
+                batch.token[i] = token
+                batch.pos[i] = entry.start + offset
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = entry.seq
+                batch.logits[i] = entry.want_logits and offset == len(entry.tokens) - 1
+                i += 1
+            if entry.want_logits:
+                outputs.append(i - 1)
+        if i > self._n_batch:
+            raise EngineError(f"a step of {i} tokens is over n_batch {self._n_batch}")
+        batch.n_tokens = i
+        code = llama_cpp.llama_decode(self.ctx, batch)
+        if code == 1:  # no room in the KV cache; llama.cpp changed nothing
+            raise KVFull()
+        if code != 0:
+            raise EngineError(f"llama_decode failed with code {code}")
+        return [
+            np.ctypeslib.as_array(
+                llama_cpp.llama_get_logits_ith(self.ctx, k), shape=(self._n_vocab,)
+            ).copy()
+            for k in outputs
+        ]
+
+    def seq_truncate(self, seq: int, n: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_memory_seq_rm(self._memory, seq, n, -1))
+
+    def seq_copy(self, src: int, dst: int, n: int) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_memory_seq_cp(self._memory, src, dst, 0, n)
+
+    def seq_save(self, seq: int, tokens: list[int]) -> Snapshot | None:
+        return save_sequence(self.ctx, seq, list(tokens), 1 << 62)
+
+    def seq_restore(self, seq: int, snapshot: Snapshot) -> bool:
+        return restore_sequence(self.ctx, seq, snapshot)

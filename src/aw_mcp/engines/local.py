@@ -47,6 +47,7 @@ from aw_mcp.engines.base import (
     GenerationResult,
     GenerationStats,
 )
+from aw_mcp.engines.batching import NO_KEY, BatchBackend, BatchLoop, Job, run_job
 from aw_mcp.engines.constraints import (
     ConstrainedChooser,
     ConstraintKind,
@@ -82,6 +83,16 @@ class LocalEngineOptions:
     # Check the unconstrained token against the grammar before masking the whole vocabulary
     # (same output, about twice the decode speed; see constraints.py).
     grammar_first: bool = True
+    # Episodes decoded together in one model call (batching.py); 1: one generation at a
+    # time through the fair scheduler. Used only by backends that can batch.
+    batch_slots: int = 1
+    # Prompt tokens evaluated per batched step while other episodes decode (bounds how long
+    # a new prompt stalls them).
+    prefill_chunk: int = 64
+    # A returning episode whose tokens beyond what a resident sequence shares are fewer than
+    # this is re-evaluated on a copied prefix instead of restored from its snapshot (a
+    # restored state takes KV cells for its whole length; see batching.py).
+    reevaluate_below: int = 256
 
 
 class StopStrings:
@@ -111,6 +122,92 @@ class StopStrings:
         return None if at is None else text[:at]
 
 
+class Decoding:
+    """One generation's token-by-token state: sampler, seed, stop strings, constraint and
+    output. The single-sequence loop and the batch loop both drive one per generation."""
+
+    def __init__(
+        self,
+        engine: LocalEngine,
+        request: GenerationRequest,
+        control: GenerationControl,
+        constraint: TokenConstraint | None,
+    ):
+        self.control = control
+        self._engine = engine
+        self._request = request
+        self._constraint = constraint
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget the output so far (the generation starts again from its prompt)."""
+        engine, request, constraint = self._engine, self._request, self._constraint
+        seed = engine.options.seed if request.seed is None else request.seed
+        self._sampler = TokenSampler(SamplingParams(temperature=request.temperature), seed)
+        self.max_tokens = request.max_tokens
+        self._stops = StopStrings([*request.stop, *engine._stop_strings()], engine._detokenize)
+        self._chooser = None
+        if constraint is not None:
+            # The grammar ends the document (no stop strings), and max_tokens never cuts it
+            # below its shortest valid form.
+            self.max_tokens = max(self.max_tokens, constraint.closing_reserve)
+            self._stops = StopStrings([], engine._detokenize)
+            self._chooser = ConstrainedChooser(
+                constraint,
+                closing_tokens=engine._closing_tokens(),
+                max_tokens=self.max_tokens,
+                check_first=engine.options.grammar_first,
+            )
+        self.out: list[int] = []
+        self.finish: Any = "length"
+        self._text: str | None = None
+
+    def should_stop(self, n_live: int, context_window: int) -> bool:
+        """Before sampling: cancelled, enough tokens, or the context is full."""
+        if self.control.cancelled.is_set():
+            self.finish = "cancelled"
+            return True
+        return len(self.out) >= self.max_tokens or n_live >= context_window
+
+    def choose(self, logits: np.ndarray) -> int | None:
+        """The next token, or None if the model ended the generation."""
+        if self._chooser is None:
+            token = self._sampler.sample(logits)
+        else:
+            token = self._chooser.choose(logits, self._sampler)
+        if self._engine._is_end(token):
+            self.finish = "stop"
+            return None
+        self.out.append(token)
+        if self._constraint is not None:
+            self._constraint.accept_token(token)
+        return token
+
+    def after_token(self) -> bool:
+        """After a token was chosen: True if a stop string or the grammar ended the output."""
+        if self.control.on_token is not None:
+            self.control.on_token(len(self.out))
+        if (text := self._stops.cut(self.out)) is not None:
+            self._text, self.finish = text, "stop"
+            return True
+        if self._constraint is not None and self._constraint.is_terminated():
+            self.finish = "stop"
+            return True
+        return False
+
+    def result(self) -> tuple[str, Any, int]:
+        if self._chooser is not None:
+            self._engine._count_grammar(self._chooser)
+            self._chooser = None
+        text = self._engine._detokenize(self.out) if self._text is None else self._text
+        return text, self.finish, len(self.out)
+
+    def close(self) -> None:
+        if self._constraint is not None:
+            self._constraint.close()
+            self._constraint = None
+
+
 class LocalEngine(ABC):
     """The shared skeleton of an in-process engine (see the module docstring)."""
 
@@ -131,12 +228,18 @@ class LocalEngine(ABC):
         self._prompt_tokens = PromptTokenCache()
         self._closers: list[int] | None = None
         self._loaded = False
+        self._batch: BatchLoop | None = None  # batched decoding, once the model is loaded
 
     # -- the Engine protocol ---------------------------------------------------------------
 
     @property
     def load(self) -> int:
-        return self.scheduler.load
+        return self.scheduler.load + (self._batch.load if self._batch is not None else 0)
+
+    @property
+    def batch(self) -> BatchLoop | None:
+        """The batch loop when this engine decodes several episodes per step, else None."""
+        return self._batch
 
     @property
     def snapshot_bytes(self) -> int:
@@ -166,6 +269,12 @@ class LocalEngine(ABC):
             raise EngineError(
                 f"the prompt has {len(tokens)} tokens; the context window is {self.context_window}"
             )
+        batch = self._batch_loop()
+        if batch is not None:
+            return await run_job(
+                batch,
+                lambda on_done: self._batch_job(tokens, request, control, constraint, on_done),
+            )
         return await run_in_turn(
             self.scheduler,
             request.cache_key,
@@ -180,6 +289,8 @@ class LocalEngine(ABC):
 
     def forget(self, cache_key: str) -> None:
         self.snapshots.drop(cache_key)
+        if self._batch is not None:
+            self._batch.forget(cache_key)
         with self._state_lock:
             if self._live_key == cache_key:
                 # The worker may be using the live state right now: it is cleared at the
@@ -190,12 +301,17 @@ class LocalEngine(ABC):
     def forget_all(self) -> None:
         """Drop every episode's state: the next request of any episode starts cold."""
         self.snapshots.clear()
+        if self._batch is not None:
+            self._batch.forget(None)
         with self._state_lock:
             self._live_key = None
             self._drop_live = True
 
     async def aclose(self) -> None:
         def close() -> None:
+            if self._batch is not None:
+                self._batch.close()  # ends its jobs as cancelled; takes the model lock
+                self._batch = None
             with self._model_lock:
                 self.snapshots.clear()
                 self._live_key = None
@@ -204,6 +320,52 @@ class LocalEngine(ABC):
                     self._loaded = False
 
         await anyio.to_thread.run_sync(close)
+
+    # -- batched decoding ------------------------------------------------------------------
+
+    def _batch_loop(self) -> BatchLoop | None:
+        """The batch loop (started at the first request after loading), if this engine
+        batches: ``batch_slots`` > 1 and a backend that can."""
+        if self._batch is None and self.options.batch_slots > 1 and self._loaded:
+            backend = self._batch_backend()
+            if backend is not None:
+                self._batch = BatchLoop(
+                    backend,
+                    slots=self.options.batch_slots,
+                    snapshots=self.snapshots,
+                    counters=self.counters,
+                    model_lock=self._model_lock,
+                    prefill_chunk=self.options.prefill_chunk,
+                    reevaluate_below=self.options.reevaluate_below,
+                    max_tokens_per_step=self._batch_step_tokens(),
+                    context_window=self.context_window,
+                    name=self.name,
+                )
+        return self._batch
+
+    def _batch_job(
+        self,
+        tokens: list[int],
+        request: GenerationRequest,
+        control: GenerationControl,
+        constraint: TokenConstraint | None,
+        on_done: Callable[[], None],
+    ) -> Job:
+        return Job(
+            key=request.cache_key or NO_KEY,
+            tokens=tokens,
+            decoding=Decoding(self, request, control, constraint),
+            stats=GenerationStats(prompt_tokens=len(tokens)),
+            on_done=on_done,
+        )
+
+    def _batch_backend(self) -> BatchBackend | None:
+        """The backend's batched-decoding primitives; None: it decodes one sequence."""
+        return None
+
+    def _batch_step_tokens(self) -> int:
+        """How many tokens one batched model call may take."""
+        return 512
 
     # -- preparing a request (worker thread, before the turn) ------------------------------
 
@@ -263,50 +425,16 @@ class LocalEngine(ABC):
         control: GenerationControl,
         constraint: TokenConstraint | None,
     ) -> tuple[str, Any, int]:
-        seed = self.options.seed if request.seed is None else request.seed
-        sampler = TokenSampler(SamplingParams(temperature=request.temperature), seed)
-        max_tokens = request.max_tokens
-        stops = StopStrings([*request.stop, *self._stop_strings()], self._detokenize)
-        chooser = None
-        if constraint is not None:
-            # The grammar ends the document (no stop strings), and max_tokens never cuts it
-            # below its shortest valid form.
-            max_tokens = max(max_tokens, constraint.closing_reserve)
-            stops = StopStrings([], self._detokenize)
-            chooser = ConstrainedChooser(
-                constraint,
-                closing_tokens=self._closing_tokens(),
-                max_tokens=max_tokens,
-                check_first=self.options.grammar_first,
-            )
-        out: list[int] = []
-        finish = "length"
-        while len(out) < max_tokens:
-            if control.cancelled.is_set():
-                finish = "cancelled"
+        decoding = Decoding(self, request, control, constraint)
+        while not decoding.should_stop(n_live, self.context_window):
+            token = decoding.choose(self._logits())
+            if token is None:
                 break
-            if n_live >= self.context_window:
-                break  # context full
-            logits = self._logits()
-            token = sampler.sample(logits) if chooser is None else chooser.choose(logits, sampler)
-            if self._is_end(token):
-                finish = "stop"
-                break
-            out.append(token)
-            if constraint is not None:
-                constraint.accept_token(token)
             self._evaluate([token])
             n_live += 1
-            if control.on_token is not None:
-                control.on_token(len(out))
-            if (text := stops.cut(out)) is not None:
-                return text, "stop", len(out)
-            if constraint is not None and constraint.is_terminated():
-                finish = "stop"
+            if decoding.after_token():
                 break
-        if chooser is not None:
-            self._count_grammar(chooser)
-        return self._detokenize(out), finish, len(out)
+        return decoding.result()
 
     def _count_grammar(self, chooser: ConstrainedChooser) -> None:
         extra = self.counters.extra

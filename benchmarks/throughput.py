@@ -1,0 +1,384 @@
+"""Throughput of the embedded engine: one table of ratios, each measured side by side in one run.
+
+    python benchmarks/throughput.py [--threads 1] [--episodes 16]
+
+Rows (target beside each; ratios, because absolute speed on a shared machine moves several-fold
+from run to run, and both sides of a ratio are measured within seconds of each other):
+1. concurrency   total generated tok/s of N episodes at once over Streamable HTTP, over one
+                 episode's rate alone (same server, same run); also with batch_slots=1
+2. history       latency of step 30 over step 1 of one episode, KV reuse on / off
+3. overhead      one call through the MCP server (stdio subprocess, in-process HTTP) over the
+                 same prompt sent straight to an engine
+4. switching     bringing back an idle episode: re-evaluating it over restoring its snapshot
+5. cold start    `aw-mcp serve` (stdio): time to first tools/list, to first observation, peak
+                 RSS after 100 episodes made one call each and went idle
+6. structured    decode speed with an outputSchema constraint over without (real MCP tools)
+
+The Terminal domain runs with max_tokens 24 (short observations, many steps), the embedded
+SmolLM2-135M on CPU. The whole run takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx2
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "benchmarks")]
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from structured_output import load_tools  # noqa: E402
+from tests.engine_support import RecordingEngine, free_port, serving_http  # noqa: E402
+
+from aw_mcp.config import ServeSettings  # noqa: E402
+from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions  # noqa: E402
+from aw_mcp.runtime import build_simulator  # noqa: E402
+from aw_mcp.server.app import build_server  # noqa: E402
+from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY  # noqa: E402
+
+MAX_TOKENS = 24
+COMMANDS = [
+    "pwd",
+    "ls -la",
+    "cat README.md",
+    "git status",
+    "python3 --version",
+    "whoami",
+    "echo $HOME",
+    "ls tests",
+    "head -3 main.py",
+    "df -h /",
+    "uname -a",
+    "date",
+]
+
+
+@dataclass
+class Row:
+    name: str
+    measured: str
+    target: str
+    ok: bool | None
+    detail: str = ""
+
+
+def terminal_domain(folder: Path) -> Path:
+    """The bundled Terminal domain with short observations."""
+    text = (REPO / "simulators" / "terminal.yaml").read_text(encoding="utf-8")
+    path = folder / "terminal.yaml"
+    path.write_text(text.replace("max_tokens: 256", f"max_tokens: {MAX_TOKENS}"), "utf-8")
+    return path
+
+
+BATCH_SLOTS = 8  # batched decoding in every row but the batch_slots=1 reference
+
+
+def engine(threads: int, **options) -> LlamaCppEngine:
+    options = {"n_ctx": 8192, "n_threads": threads, "batch_slots": BATCH_SLOTS, **options}
+    return LlamaCppEngine(LlamaCppOptions(**options))
+
+
+def command(episode: int, step: int) -> str:
+    return f"{COMMANDS[step % len(COMMANDS)]} # e{episode}"
+
+
+async def timed(call: Callable[[], Awaitable[object]]) -> float:
+    started = time.perf_counter()
+    await call()
+    return time.perf_counter() - started
+
+
+# -- 1. concurrency over Streamable HTTP -----------------------------------------------------
+
+
+async def http_episode(url: str, episode: str, steps: int, first: int = 0) -> None:
+    http = httpx2.AsyncClient(headers={EPISODE_HEADER: episode}, timeout=httpx2.Timeout(600))
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        for step in range(steps):
+            result = await client.call_tool("run_command", {"command": command(first, step)})
+            if result.is_error:
+                raise RuntimeError(result.content[0].text)
+
+
+async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> list[Row]:
+    rows = []
+    for slots in (BATCH_SLOTS, 1):
+        eng = engine(threads, batch_slots=slots)
+        simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=eng)
+        async with serving_http(build_server(simulator, owns_engine=True), free_port()) as url:
+            await http_episode(url, "warm", 1)  # the domain's shared prompt is evaluated once
+            rates = {}
+            for label, n in (("one", 1), ("many", episodes)):
+                before = eng.counters.completion_tokens
+                started = time.perf_counter()
+                async with anyio.create_task_group() as tg:
+                    for i in range(n):
+                        tg.start_soon(http_episode, url, f"{label}-{slots}-{i}", steps, i)
+                wall = time.perf_counter() - started
+                rates[label] = (eng.counters.completion_tokens - before) / wall
+            extra = eng.counters.extra
+        ratio = rates["many"] / rates["one"]
+        mean_batch = extra.get("step_sequences", 0) / max(1, extra.get("decode_steps", 0))
+        rows.append(
+            Row(
+                f"1. {episodes} episodes / 1 (HTTP, batch_slots={slots})",
+                f"{ratio:.2f}x",
+                ">= 1.5x" if slots > 1 else "(reference)",
+                ratio >= 1.5 if slots > 1 else None,
+                f"{rates['many']:.0f} vs {rates['one']:.0f} tok/s"
+                + (f"; {mean_batch:.1f} sequences/step" if slots > 1 else ""),
+            )
+        )
+    return rows
+
+
+# -- 2. history growth and 4. episode switching ----------------------------------------------
+
+
+async def history(domain: Path, threads: int, steps: int) -> tuple[list[Row], GenerationRequest]:
+    eng = engine(threads)
+    recorder = RecordingEngine(eng)
+    simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=recorder)
+    tool = simulator.catalogue.get("run_command")
+    await eng.start()
+    await simulator.call("warm", tool, {"command": "true"})
+    for step in range(steps):
+        await simulator.call("long", tool, {"command": command(0, step)})
+    records = simulator.episodes.get("long", "terminal").records
+    first, last = recorder.requests[1], recorder.requests[-1]
+    on = records[-1].stats.seconds / records[0].stats.seconds
+    # Reuse off: the same two prompts, every KV state dropped before each (a stateless server).
+    cold: dict[str, list[float]] = {"first": [], "last": []}
+    for name, request in (("first", first), ("last", last)):
+        eng.forget_all()
+        cold[name].append((await eng.generate(request)).stats.seconds)
+    off = statistics.median(cold["last"]) / statistics.median(cold["first"])
+    await eng.aclose()
+    rows = [
+        Row(
+            f"2. step {steps} / step 1, KV reuse on",
+            f"{on:.2f}x",
+            "<= 1.5x",
+            on <= 1.5,
+            f"{records[0].stats.seconds:.2f} -> {records[-1].stats.seconds:.2f} s; "
+            f"{records[-1].stats.evaluated_prompt_tokens} of "
+            f"{records[-1].stats.prompt_tokens} prompt tokens evaluated",
+        ),
+        Row(
+            f"2. step {steps} / step 1, KV reuse off",
+            f"{off:.2f}x",
+            "(reference)",
+            None,
+            f"{statistics.median(cold['first']):.2f} -> {statistics.median(cold['last']):.2f} s",
+        ),
+    ]
+    return rows, last
+
+
+async def switching(threads: int, request: GenerationRequest) -> Row:
+    """Episode "back" is pushed out of the 2 sequences by two others, then called again."""
+    seconds = {}
+    for label, budget in (("snapshot", 1 << 30), ("re-evaluate", 0)):
+        eng = engine(threads, batch_slots=2, snapshot_budget_bytes=budget)
+        await eng.generate(request.model_copy(update={"cache_key": "back", "max_tokens": 1}))
+        for other in ("x", "y"):
+            messages = [*request.messages[:1], ChatMessage(role="user", content=f"ls {other}")]
+            await eng.generate(GenerationRequest(messages=messages, max_tokens=1, cache_key=other))
+        again = request.model_copy(update={"cache_key": "back", "max_tokens": 1})
+        result = await eng.generate(again)
+        seconds[label] = result.stats.seconds
+        await eng.aclose()
+    ratio = seconds["re-evaluate"] / seconds["snapshot"]
+    return Row(
+        "4. switch back: re-evaluate / snapshot",
+        f"{ratio:.1f}x",
+        ">= 5x",
+        ratio >= 5,
+        f"{seconds['re-evaluate']:.2f} vs {seconds['snapshot']:.3f} s "
+        f"({len(request.messages)} messages)",
+    )
+
+
+# -- 3. overhead and 5. cold start -----------------------------------------------------------
+
+
+def serve_params(domain: Path, threads: int) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aw_mcp", "serve", "--simulator", str(domain)],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO / "src"),
+            "AW_MCP_N_CTX": "8192",
+            "AW_MCP_THREADS": str(threads),
+            "AW_MCP_BATCH_SLOTS": str(BATCH_SLOTS),
+            "AW_MCP_LOG_LEVEL": "WARNING",
+        },
+    )
+
+
+def child_peak_rss_mb() -> float:
+    """Peak RSS of this process's `aw-mcp serve` child (VmHWM)."""
+    peak = 0.0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if int(fields.get("PPid", "0").strip()) == os.getpid() and "VmHWM" in fields:
+            peak = max(peak, int(fields["VmHWM"].split()[0]) / 1024)
+    return peak
+
+
+async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle: int) -> list[Row]:
+    direct = engine(threads)
+    recorder = RecordingEngine(direct)
+    simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=recorder)
+    await direct.start()
+    mcp_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
+    direct_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
+
+    async def compare(label: str, client: Client, i: int) -> None:
+        # A new episode's first call, then the same prompt straight to an engine as a new
+        # episode: both copy the domain's shared prefix and evaluate the rest.
+        args = {"command": f"ls /srv/{label}/{i}"}
+        meta = {EPISODE_META_KEY: f"{label}-{i}"}
+        mcp_s[label].append(await timed(lambda: client.call_tool("run_command", args, meta=meta)))
+        await simulator.call(f"rec-{label}-{i}", simulator.catalogue.get("run_command"), args)
+        request = recorder.requests[-1].model_copy(update={"cache_key": f"d-{label}-{i}"})
+        direct_s[label].append(await timed(lambda: direct.generate(request)))
+
+    rows = []
+    started = time.perf_counter()
+    async with Client(serve_params(domain, threads)) as client:
+        await client.list_tools()
+        to_list = time.perf_counter() - started
+        await client.call_tool("run_command", {"command": "pwd"})
+        to_observation = time.perf_counter() - started
+        await simulator.call("warm", simulator.catalogue.get("run_command"), {"command": "pwd"})
+        for i in range(trials):
+            await compare("stdio", client, i)
+
+        async def idle_episode(i: int) -> None:
+            meta = {EPISODE_META_KEY: f"idle-{i}"}
+            await client.call_tool("run_command", {"command": f"echo {i}"}, meta=meta)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(idle):
+                tg.start_soon(idle_episode, i)
+        peak = child_peak_rss_mb()
+    http_sim = build_simulator(ServeSettings(simulator=[str(domain)]), engine=engine(threads))
+    http_server = build_server(http_sim, owns_engine=True)
+    async with serving_http(http_server, free_port()) as url, Client(url) as client:
+        await client.call_tool("run_command", {"command": "pwd"})
+        for i in range(trials):
+            await compare("HTTP", client, i)
+    await direct.aclose()
+    for label in ("stdio", "HTTP"):
+        ratio = statistics.median(mcp_s[label]) / statistics.median(direct_s[label])
+        rows.append(
+            Row(
+                f"3. MCP call / engine call ({label})",
+                f"{ratio:.3f}x",
+                "<= 1.05x",
+                ratio <= 1.05,
+                f"median {statistics.median(mcp_s[label]):.3f} vs "
+                f"{statistics.median(direct_s[label]):.3f} s, {trials} calls",
+            )
+        )
+    rows += [
+        Row("5. cold start: first tools/list", f"{to_list:.2f} s", "< 1.5 s", to_list < 1.5),
+        Row("5. cold start: first observation", f"{to_observation:.2f} s", "-", None),
+        Row(
+            f"5. peak RSS, model + {idle} idle episodes",
+            f"{peak:.0f} MB",
+            "< 500 MB",
+            peak < 500,
+            "stdio server process (VmHWM)",
+        ),
+    ]
+    return rows
+
+
+# -- 6. structured output --------------------------------------------------------------------
+
+
+async def structured(threads: int) -> Row:
+    eng = engine(threads)
+    await eng.start()
+    speeds: dict[bool, list[float]] = {True: [], False: []}
+    for name, schema, arguments in load_tools():
+        messages = [
+            ChatMessage(role="system", content=f"You are the MCP tool {name}. Reply with JSON."),
+            ChatMessage(role="user", content=f"{name} {arguments}"),
+        ]
+        for constrained in (False, True, False, True):  # interleaved; best of two each
+            request = GenerationRequest(
+                messages=messages,
+                max_tokens=48,
+                json_schema=schema if constrained else None,
+                cache_key=name,
+            )
+            stats = (await eng.generate(request)).stats
+            speeds[constrained].append(stats.completion_tokens / max(stats.seconds, 1e-9))
+    await eng.aclose()
+    on, off = statistics.mean(speeds[True]), statistics.mean(speeds[False])
+    return Row(
+        "6. decode with schema / without",
+        f"{on / off:.2f}",
+        ">= 0.8",
+        on / off >= 0.8,
+        f"{on:.0f} vs {off:.0f} tok/s, {len(load_tools())} real tools, llguidance",
+    )
+
+
+def print_table(rows: list[Row], seconds: float, threads: int) -> None:
+    print(
+        f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{threads} inference thread(s), embedded SmolLM2-135M Q4_1, run took {seconds:.0f} s\n"
+    )
+    print(f"| {'row':45} | {'measured':>10} | {'target':>11} | met | detail |")
+    print(f"|{'-' * 47}|{'-' * 12}|{'-' * 13}|-----|--------|")
+    for r in rows:
+        met = "-" if r.ok is None else ("yes" if r.ok else "NO")
+        print(f"| {r.name:45} | {r.measured:>10} | {r.target:>11} | {met:3} | {r.detail} |")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=3, help="steps per episode in row 1")
+    parser.add_argument("--history", type=int, default=30, help="steps of row 2's episode")
+    parser.add_argument("--trials", type=int, default=5, help="calls per transport in row 3")
+    parser.add_argument("--idle", type=int, default=100, help="idle episodes in row 5")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        domain = terminal_domain(Path(folder))
+        rows = await concurrency(domain, args.threads, args.episodes, args.steps)
+        print_table(rows, time.perf_counter() - started, args.threads)
+        history_rows, long_request = await history(domain, args.threads, args.history)
+        rows += history_rows
+        rows += await overhead_and_cold_start(domain, args.threads, args.trials, args.idle)
+        rows.insert(len(rows) - 3, await switching(args.threads, long_request))
+        rows.append(await structured(args.threads))
+    print_table(rows, time.perf_counter() - started, args.threads)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,174 @@
+"""Batched decoding across episodes (engines/batching.py) on the real embedded model:
+episodes share decode steps, keep their own outputs, cancel alone, and free their sequence."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
+from tests.conftest import small_embedded_engine
+
+pytestmark = pytest.mark.anyio
+
+WORDS = ["apple", "banana", "orange", "dragon", "eagle", "falcon"]
+COUNTING = [
+    ChatMessage(role="user", content="Write the numbers from 1 to 400, separated by commas.")
+]
+
+
+def _echo(word: str) -> GenerationRequest:
+    content = f"Repeat exactly this word and nothing else: {word}"
+    return GenerationRequest(
+        messages=[ChatMessage(role="user", content=content)], max_tokens=10, cache_key=word
+    )
+
+
+async def _all_at_once(engine, requests, controls=None):
+    results = {}
+    controls = controls or {}
+
+    async def one(request):
+        results[request.cache_key] = await engine.generate(request, controls.get(request.cache_key))
+
+    async with anyio.create_task_group() as tg:
+        for request in requests:
+            tg.start_soon(one, request)
+    return results
+
+
+async def test_concurrent_episodes_share_decode_steps_and_keep_their_own_output():
+    engine = small_embedded_engine(batch_slots=8)
+    results = await _all_at_once(engine, [_echo(w) for w in WORDS])
+    extra = engine.counters.extra
+    generated = engine.counters.completion_tokens
+    assert generated == sum(r.stats.completion_tokens for r in results.values()) > len(WORDS)
+    # One model call served several episodes: fewer calls than tokens generated.
+    assert extra["batched_steps"] > 0
+    assert extra["max_step_sequences"] == len(WORDS)
+    assert extra["decode_steps"] < generated
+    # No cross-talk: each answer speaks of its own word, and of no other episode's.
+    for word, result in results.items():
+        text = result.text.lower()
+        assert word in text, (word, result.text)
+        assert not [w for w in WORDS if w != word and w in text], (word, result.text)
+    await engine.aclose()
+
+
+async def test_one_setting_keeps_the_single_sequence_path():
+    engine = small_embedded_engine(batch_slots=1)
+    results = await _all_at_once(engine, [_echo(w) for w in WORDS[:2]])
+    assert engine.batch is None
+    assert "decode_steps" not in engine.counters.extra
+    assert all(r.stats.completion_tokens > 0 for r in results.values())
+    assert engine.scheduler.turns_granted == 2
+
+
+async def test_cancelling_one_episode_leaves_the_others_running():
+    engine = small_embedded_engine(batch_slots=4)
+    control = GenerationControl()
+
+    def on_token(n: int) -> None:
+        if n == 5:
+            control.cancel()
+
+    control.on_token = on_token
+    long = GenerationRequest(messages=COUNTING, max_tokens=300, cache_key="long")
+    results = await _all_at_once(
+        engine, [long, _echo("apple"), _echo("orange")], controls={"long": control}
+    )
+    assert results["long"].finish_reason == "cancelled"
+    assert results["long"].stats.completion_tokens == 5
+    for word in ("apple", "orange"):
+        assert results[word].finish_reason != "cancelled"
+        assert word in results[word].text.lower()
+    assert engine.counters.extra["max_step_sequences"] == 3
+
+
+async def test_a_new_prompt_is_prefilled_in_chunks_beside_running_episodes():
+    engine = small_embedded_engine(batch_slots=4, prefill_chunk=16)
+    seen: list[int] = []
+    control = GenerationControl(on_token=seen.append)  # called in the batch loop's thread
+    story = "Once upon a time there was a lighthouse keeper who counted ships. " * 20
+    late = GenerationRequest(
+        messages=[ChatMessage(role="user", content=story)], max_tokens=4, cache_key="late"
+    )
+    results = {}
+
+    async def counting() -> None:
+        request = GenerationRequest(messages=COUNTING, max_tokens=120, cache_key="count")
+        results["count"] = await engine.generate(request, control)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(counting)
+        while len(seen) < 3:
+            await anyio.sleep(0.005)
+        results["late"] = await engine.generate(late)
+    assert results["late"].stats.evaluated_prompt_tokens > 200
+    # The long prompt went in 16 tokens a step while "count" went on decoding.
+    assert engine.counters.extra["max_prefill_beside_decoding"] == 16
+    assert results["count"].stats.completion_tokens == 120
+
+
+async def test_more_episodes_than_sequences_swap_through_snapshots():
+    # reevaluate_below=0: always restore (these prompts differ in a few tokens only, which
+    # by default are re-evaluated on a copied prefix instead).
+    engine = small_embedded_engine(batch_slots=2, reevaluate_below=0)
+    first = {}
+    for word in ("apple", "banana", "cherry"):  # cherry takes apple's sequence
+        first[word] = await engine.generate(_echo(word))
+    assert "apple" not in engine.batch.resident_keys()
+    again = await engine.generate(_echo("apple"))
+    assert again.stats.restored_snapshot
+    assert again.stats.reused_prompt_tokens == again.stats.prompt_tokens - 1
+    assert engine.counters.snapshot_saves >= 1 and engine.counters.snapshot_restores == 1
+    assert engine.snapshot_bytes > 0  # banana's, saved out for apple
+    for word in first:
+        engine.forget(word)
+    assert engine.snapshot_bytes == 0 and engine.batch.resident_keys() == []
+
+
+async def test_a_returning_episode_with_few_own_tokens_is_re_evaluated_on_a_shared_prefix():
+    engine = small_embedded_engine(batch_slots=2)
+    for word in ("apple", "banana", "cherry"):
+        await engine.generate(_echo(word))
+    again = await engine.generate(_echo("apple"))
+    assert not again.stats.restored_snapshot
+    assert 0 < again.stats.evaluated_prompt_tokens < 16  # its own word, on cherry's prefix
+    assert engine.counters.snapshot_restores == 0
+    assert engine.snapshots.take("apple") is None  # the unused snapshot was dropped
+
+
+async def test_forget_frees_the_episodes_sequence():
+    engine = small_embedded_engine(batch_slots=2)
+    await engine.generate(_echo("apple"))
+    assert engine.batch.resident_keys() == ["apple"]
+    engine.forget("apple")
+    assert engine.batch.resident_keys() == []
+    again = await engine.generate(_echo("apple"))
+    assert not again.stats.restored_snapshot
+    assert again.stats.reused_prompt_tokens == 0  # nothing of it was kept anywhere
+    assert engine.snapshot_bytes == 0
+
+
+async def test_lora_adapters_apply_to_the_batched_context_too():
+    """The bundled adapter changes batched answers as it changes single-sequence ones (the
+    batched sequences live in a context of their own, which must get the adapters too)."""
+    from aw_mcp.adapters import bundled_adapters
+
+    [adapter] = bundled_adapters()
+    request = GenerationRequest(
+        messages=[ChatMessage(role="user", content="Action: run_command\npwd")],
+        max_tokens=12,
+        cache_key="ep",
+    )
+    answers = {}
+    for slots, lora in ((1, []), (1, [adapter]), (2, []), (2, [adapter])):
+        engine = small_embedded_engine(batch_slots=slots, lora_paths=lora)
+        await engine.start()
+        try:
+            answers[slots, bool(lora)] = (await engine.generate(request)).text
+        finally:
+            await engine.aclose()
+    assert answers[1, True] != answers[1, False]  # the adapter matters ...
+    assert answers[2, True] != answers[2, False]  # ... batched too
