@@ -10,6 +10,7 @@ from aw_mcp.data_files import bundled_dir
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import GenerationRequest
 from aw_mcp.episode.prompt import FAILED_REQUEST
+from aw_mcp.simulator import WorldSimulator
 from tests.engine_support import RecordingEngine, prompt_text
 from tests.fake_engine import FakeEngine
 from tests.faults_support import client_for, fake_reply, fired, in_episode, make_simulator
@@ -34,6 +35,28 @@ rules:
 
 def last_user_message(request: GenerationRequest) -> str:
     return request.messages[-1].content
+
+
+async def run_commands_on_the_real_model(
+    embedded_engine, scenario: str, commands: list[str], max_tokens: int
+) -> tuple[WorldSimulator, RecordingEngine, list]:
+    """``commands`` through run_command in one episode, the real model behind a recorder;
+    the terminal domain is cut to that one tool (a short prompt keeps the test quick)."""
+    domain = load_domain("terminal").model_copy(deep=True)
+    domain.tools = [domain.tool("run_command")]
+    domain.generation.max_tokens = max_tokens
+    engine = RecordingEngine(embedded_engine)
+    await engine.start()
+    simulator = make_simulator(scenario, engine=engine, domain=domain)
+    try:
+        async with client_for(simulator) as client:
+            results = [
+                await client.call_tool("run_command", {"command": c}, meta=in_episode("ep"))
+                for c in commands
+            ]
+    finally:
+        await engine.aclose()
+    return simulator, engine, results
 
 
 async def test_a_world_condition_is_in_every_later_prompt_while_active():
@@ -105,25 +128,12 @@ async def test_disk_full_through_the_real_embedded_model(embedded_engine):
     """The bundled disk-full scenario on the terminal domain with the real model: the model
     answers every call, the condition reaches every prompt from the 3rd call on, and it is
     recorded. What the tiny model writes is not asserted beyond being an observation."""
-    domain = load_domain("terminal").model_copy(deep=True)
-    domain.tools = [domain.tool("run_command")]  # a short prompt keeps the test quick on CPU
-    domain.generation.max_tokens = 12
-    engine = RecordingEngine(embedded_engine)
-    await engine.start()
-    simulator = make_simulator(
+    simulator, engine, results = await run_commands_on_the_real_model(
+        embedded_engine,
         (bundled_dir("faults") / "disk-full.yaml").read_text(),
-        engine=engine,
-        domain=domain,
+        ["pwd", "echo hi > notes.txt", "df -h /", "touch b.txt"],
+        max_tokens=12,
     )
-    commands = ["pwd", "echo hi > notes.txt", "df -h /", "touch b.txt"]
-    try:
-        async with client_for(simulator) as client:
-            results = [
-                await client.call_tool("run_command", {"command": c}, meta=in_episode("ep"))
-                for c in commands
-            ]
-    finally:
-        await engine.aclose()
     records = simulator.episodes.find("ep")[0].records
     assert [r.source for r in records] == ["model"] * 4
     assert all(not r.is_error for r in results)
@@ -137,12 +147,8 @@ async def test_a_protocol_fault_never_leaks_into_the_world_the_real_model_sees(e
     """After an injected 429 (a protocol fault: the request never reached the environment),
     the real model's later prompts show a failed request, not the fault's text, and none of
     its answers repeats the fault. A world condition, by contrast, stays in the world."""
-    domain = load_domain("terminal").model_copy(deep=True)
-    domain.tools = [domain.tool("run_command")]
-    domain.generation.max_tokens = 24
-    engine = RecordingEngine(embedded_engine)
-    await engine.start()
-    simulator = make_simulator(
+    simulator, engine, results = await run_commands_on_the_real_model(
+        embedded_engine,
         """
 name: rate-limited
 rules:
@@ -150,18 +156,9 @@ rules:
     when: {nth: 2}
     effects: [{kind: error, preset: http_429}]
 """,
-        engine=engine,
-        domain=domain,
+        ["echo one", "echo two", "echo three", "ls"],
+        max_tokens=24,
     )
-    commands = ["echo one", "echo two", "echo three", "ls"]
-    try:
-        async with client_for(simulator) as client:
-            results = [
-                await client.call_tool("run_command", {"command": c}, meta=in_episode("ep"))
-                for c in commands
-            ]
-    finally:
-        await engine.aclose()
     assert results[1].is_error and "429" in results[1].content[0].text  # the agent sees it
     records = simulator.episodes.find("ep")[0].records
     assert [r.source for r in records] == ["model", "fault", "model", "model"]
