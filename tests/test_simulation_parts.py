@@ -183,7 +183,13 @@ async def test_progress_is_reported_while_generating_and_failures_come_out_unwra
     engine = FakeEngine("done", delay=PROGRESS_INTERVAL_S * 2.5)
     result = await generate_with_progress(engine, request, progress)
     assert result.text == "done"
-    assert seen and all(total == 7.0 for _, total, _ in seen)
+    # When it starts (out of max_tokens), then done: the generated count is the total.
+    assert seen[0][:2] == (0.0, 7.0) and seen[-1][:2] == (1.0, 1.0)
+    assert [done for done, _, _ in seen] == sorted({done for done, _, _ in seen})  # increasing
+    seen.clear()
+    # An answer faster than the interval still shows its start and its end.
+    await generate_with_progress(FakeEngine("quick"), request, progress)
+    assert [(d, t) for d, t, _ in seen] == [(0.0, 7.0), (1.0, 1.0)]
     failing = FakeEngine(delay=PROGRESS_INTERVAL_S * 1.5, fail_with="backend died")
     with pytest.raises(EngineError, match="backend died"):
         await generate_with_progress(failing, request, progress)

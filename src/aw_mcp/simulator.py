@@ -119,7 +119,9 @@ class WorldSimulator:
                     is_error=answer.is_error,
                     conditions=episode.active_conditions(),
                     damaged=bool(decision.transforms),
-                    reached_world=source != "fault",
+                    # An error a fault answered with (a 502, a 429) never reached the world;
+                    # a canned result a fault rule gives is the world's answer.
+                    reached_world=not (source == "fault" and answer.is_error),
                 )
             )
             record.finish(answer, source, stats)

@@ -41,7 +41,7 @@ def turns_from_records(records: list[CallRecord]) -> list[Turn]:
             observation=r.observation,
             is_error=r.is_error,
             conditions=r.conditions,
-            reached_world=r.source != "fault",
+            reached_world=not (r.source == "fault" and r.is_error),
         )
         for r in records
         if r.source in HISTORY_SOURCES
