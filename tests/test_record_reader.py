@@ -49,3 +49,12 @@ def test_bad_line_names_file_and_line(tmp_path: Path):
     with pytest.raises(DataFileError) as info:
         read_record_file(path)
     assert f"{path}:2:" in str(info.value)
+
+
+def test_a_fault_error_reads_back_as_a_request_that_never_reached_the_world(tmp_path: Path):
+    sink = RecordSink(tmp_path)
+    sink.write(_record(1, "a", "model"))
+    sink.write(_record(2, "a", "fault").model_copy(update={"is_error": True}))  # a 502
+    sink.write(_record(3, "a", "fault"))  # a canned result a fault rule gave
+    [episode] = load_record_dir(tmp_path)
+    assert [t.reached_world for t in episode.turns()] == [True, False, True]

@@ -18,7 +18,7 @@ from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.base import Engine, EngineError, GenerationStats
-from aw_mcp.episode.episode import Episode, ObservationSource, Turn
+from aw_mcp.episode.episode import Episode, ObservationSource, Turn, reached_world
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import FaultDecision, FaultLayer, NoFaults
@@ -119,9 +119,7 @@ class WorldSimulator:
                     is_error=answer.is_error,
                     conditions=episode.active_conditions(),
                     damaged=bool(decision.transforms),
-                    # An error a fault answered with (a 502, a 429) never reached the world;
-                    # a canned result a fault rule gives is the world's answer.
-                    reached_world=not (source == "fault" and answer.is_error),
+                    reached_world=reached_world(source, answer.is_error),
                 )
             )
             record.finish(answer, source, stats)

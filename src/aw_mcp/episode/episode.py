@@ -67,6 +67,13 @@ ObservationSource = Literal[
 ]
 
 
+
+def reached_world(source: ObservationSource, is_error: bool) -> bool:
+    """Whether a call's answer came from the (simulated or real) environment. An error a fault
+    rule answered with (a 502, a 429) never reached it; a canned result a rule gives did."""
+    return not (source == "fault" and is_error)
+
+
 class CallRecord(BaseModel):
     """Everything about one call, for the episode's record (JSONL, RL logs, reproduction)."""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aw_mcp.domain.models import ToolCall
-from aw_mcp.episode.episode import CallRecord, ObservationSource, Turn
+from aw_mcp.episode.episode import CallRecord, ObservationSource, Turn, reached_world
 from aw_mcp.jsonl_files import read_jsonl
 
 # Calls whose observation entered the episode's history (what the world model saw on later
@@ -41,7 +41,7 @@ def turns_from_records(records: list[CallRecord]) -> list[Turn]:
             observation=r.observation,
             is_error=r.is_error,
             conditions=r.conditions,
-            reached_world=not (r.source == "fault" and r.is_error),
+            reached_world=reached_world(r.source, r.is_error),
         )
         for r in records
         if r.source in HISTORY_SOURCES
