@@ -32,7 +32,7 @@ from aw_mcp.training.examples import (
 )
 from aw_mcp.training.gguf_adapter import AdapterMetadata
 from aw_mcp.training.lora import load_for_training
-from aw_mcp.training.trainer import ADAPTER, Trainer, TrainSettings
+from aw_mcp.training.trainer import ADAPTER, CHECKPOINT, Trainer, TrainSettings, validation_loss
 from aw_mcp.trajectories.records import load_record_dir
 from tests.conftest import REPO_ROOT, TEST_THREADS, small_embedded_engine
 from tests.engine_support import write_tiny_domain
@@ -112,6 +112,18 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     summary = Trainer(loaded, examples, examples, prefix, settings, out, meta).run()
     before = next(h["val_loss"] for h in _metrics(out) if h["step"] == 0)
     assert summary["val_loss"] < before * 0.7, (before, summary["val_loss"])
+
+    # --init-from: a new run starts from these weights (fresh optimizer), not from the base.
+    warm = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    again = Trainer(warm, examples, examples, prefix, settings, tmp_path / "warm", meta)
+    again.load_weights(out / CHECKPOINT)
+    warm_loss = validation_loss(warm, examples, prefix, settings.batch_tokens)
+    assert warm_loss == pytest.approx(summary["val_loss"], abs=1e-3)
+    other_rank = settings.model_copy(update={"rank": 4})
+    with pytest.raises(ValueError, match="--rank 8"):
+        Trainer(warm, examples, examples, prefix, other_rank, tmp_path / "x", meta).load_weights(
+            out / CHECKPOINT
+        )
 
     adapter = out / ADAPTER
     info = read_adapter_info(adapter)

@@ -52,6 +52,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--threads", type=int, help="CPU threads (default: all cores but one)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument(
+        "--init-from",
+        type=Path,
+        metavar="CHECKPOINT.pt",
+        help="start from another run's LoRA weights (fresh optimizer and schedule), e.g. to "
+        "continue a trained adapter on new episodes; ignored with --resume",
+    )
     # The training hyper-parameters are TrainSettings' fields, one flag each.
     for name, field in TrainSettings.model_fields.items():
         kind = next(t for t in (field.annotation, *get_args(field.annotation)) if t in (int, float))
@@ -88,6 +95,7 @@ def _train(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         threads=args.threads,
         resume=args.resume,
+        init_from=args.init_from,
     )
     summary = run_training(job, settings)
     summary.pop("history")

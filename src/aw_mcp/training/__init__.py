@@ -46,6 +46,9 @@ class TrainJob:
     dtype: str = "auto"  # auto: bfloat16 on CUDA, float32 on CPU
     threads: int | None = None
     resume: bool = False
+    # Start from another run's LoRA weights (its checkpoint.pt): a warm start with a fresh
+    # optimizer and schedule, e.g. to continue a trained adapter on new episodes.
+    init_from: Path | None = None
 
 
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
@@ -94,6 +97,8 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         n_kv_head=loaded.n_kv_head,
     )
     trainer = Trainer(loaded, train, validation, prefix, settings, job.out_dir, meta)
+    if job.init_from and not job.resume:  # a resumed run has its own weights already
+        trainer.load_weights(job.init_from)
     summary = trainer.run(resume=job.resume)
     return {
         **summary,

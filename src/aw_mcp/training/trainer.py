@@ -282,6 +282,23 @@ class Trainer:
         tmp.replace(self.out_dir / CHECKPOINT)
         write_gguf_adapter(self.out_dir / ADAPTER, lora_weights(self.loaded), self.adapter_meta)
 
+    def load_weights(self, checkpoint: Path) -> None:
+        """Start from the LoRA weights of another run's checkpoint (not its optimizer or step)."""
+        import torch
+
+        if not checkpoint.is_file():
+            raise FileNotFoundError(f"--init-from: no checkpoint at {checkpoint}")
+        state = torch.load(checkpoint, weights_only=False)
+        saved = TrainSettings.model_validate(state["settings"])
+        if (saved.rank, saved.alpha) != (self.settings.rank, self.settings.alpha):
+            raise ValueError(
+                f"--init-from {checkpoint} was trained with --rank {saved.rank} --alpha "
+                f"{saved.alpha}; this run has --rank {self.settings.rank} --alpha "
+                f"{self.settings.alpha}"
+            )
+        load_lora_state(self.loaded, state["lora"])
+        log.info("starting from the LoRA weights of %s (its step %d)", checkpoint, state["step"])
+
     def load_checkpoint(self) -> None:
         import torch
 

@@ -5,6 +5,9 @@ the command lines of one episode. Later commands read what earlier ones wrote (a
 at one step is cat, grepped or committed later; ``cd`` moves where later ``ls`` and ``pwd``
 look), so an observation depends on the episode's history, not on the command alone.
 
+The training templates aim at breadth (what developers and agents type often); the first
+seventeen came first, the rest were added for breadth after the first adapter was measured.
+
 The held-out split is fixed here, by rule, never by sampling:
 
 - every template that uses a HELD-OUT FAMILY (``tr``, ``cut``, ``find``) is held out, and no
@@ -575,6 +578,368 @@ def log_analysis(rng: random.Random) -> list[str]:
     return cmds
 
 
+# --- training templates added for breadth (commands developers and agents type often) -----
+
+
+def heredoc_script(rng: random.Random) -> list[str]:
+    script = rng.choice(["names.py", "greet.py", "tool.py"])
+    word = rng.choice(WORDS)
+    who = rng.sample(NAMES, 3)
+    body = "\n".join(
+        [
+            "import sys",
+            "names = sys.argv[1:]",
+            'print(f"{len(names)} names")',
+            "for name in sorted(names):",
+            f'    print(name.title(), "{word}")',
+        ]
+    )
+    cmds = [
+        f"cat > {script} <<'EOF'\n{body}\nEOF",
+        f"python3 {script} {' '.join(who)}",
+        f"python3 {script}",
+        f"wc -l {script}",
+        f"cat >> {script} <<'EOF'\nprint(names[0].upper())\nEOF",
+        f"python3 {script} {who[0]}",
+        f"python3 {script}",
+    ]
+    cmds += rng.sample(
+        [
+            f"head -n 2 {script}",
+            f"grep -n print {script}",
+            f"python3 {script} {who[1]} {who[2]} | tail -n 1",
+            f"python3 {script} {who[2]} > out.txt; echo $?",
+            f"tail -n 1 {script}",
+        ],
+        rng.randint(1, 3),
+    )
+    return cmds
+
+
+def heredoc_config(rng: random.Random) -> list[str]:
+    f = rng.choice(["app.env", "build.env", "deploy.env"])
+    app, port = rng.choice(WORDS), rng.randint(3000, 8999)
+    lines = [f"APP_NAME={app}", f"APP_PORT={port}", "APP_OWNER=$USER", "APP_HOME=\\$HOME"]
+    return [
+        f"cat <<EOF > {f}\n" + "\n".join(lines) + "\nEOF",
+        f"cat {f}",
+        f"grep -c = {f}",
+        rng.choice([f"sed -n '2,3p' {f}", f"awk -F= '{{print $1}}' {f}", f"nl {f}"]),
+        f'. ./{f} && echo "$APP_NAME:$APP_PORT"',
+        f"echo 'APP_DEBUG=1' >> {f} && wc -l < {f}",
+        rng.choice([f"grep APP_PORT {f}", f"tail -n 2 {f}", f"sort {f}"]),
+        f"awk -F= '$1 == \"APP_PORT\" {{print $2 + 1}}' {f}",
+    ]
+
+
+def text_tools(rng: random.Random) -> list[str]:
+    words = rng.sample(WORDS, rng.randint(4, 7))
+    numbered = [f"{w} {rng.randint(1, 90)}" for w in words]
+    f = rng.choice(["fruit.txt", "items.txt", "stock.txt"])
+    cmds = [printf_lines(numbered, f)]
+    cmds += rng.sample(
+        [
+            f"tac {f}",
+            f"rev {f} | head -n 2",
+            f"nl {f}",
+            f"paste -sd, {f}",
+            f"tail -n +3 {f}",
+            f"head -c 12 {f}; echo",
+            f"sort -k2 -n {f}",
+            f"sort -k2 -rn {f} | head -n 2",
+            f"column -t {f}",
+            f"fold -w 8 {f} | head -n 4",
+            f"awk '{{print $2}}' {f} | paste -sd+ | bc",
+            f"head -n -2 {f}",
+            f"paste {f} {f} | head -n 2",
+            f"awk '{{print length($1)}}' {f} | sort -n | tail -n 1",
+        ],
+        rng.randint(5, 8),
+    )
+    cmds.append(rng.choice([f"wc -l {f}", f"cat {f}", "ls"]))
+    return cmds
+
+
+def compare_files(rng: random.Random) -> list[str]:
+    base = rng.sample(WORDS, 5)
+    changed = list(base)
+    changed[rng.randint(0, 4)] = rng.choice([w for w in WORDS if w not in base])
+    a, b = rng.choice([("old.txt", "new.txt"), ("v1.txt", "v2.txt"), ("a.txt", "b.txt")])
+    return [
+        printf_lines(base, a),
+        printf_lines(changed, b),
+        f"diff {a} {b}",
+        f"cmp {a} {b}",
+        f"cp {a} copy.txt && diff {a} copy.txt && echo same",
+        rng.choice([f"diff -q {a} {b}", f"diff {a} {b} | grep '^>'", f"diff {a} {b}; echo $?"]),
+        f"sort {a} > s1.txt && sort {b} > s2.txt",
+        rng.choice(["comm -12 s1.txt s2.txt", "comm -3 s1.txt s2.txt", "comm -23 s1.txt s2.txt"]),
+        rng.choice([f"diff {a} missing.txt", "ls", f"diff -y -W 30 {a} {b}"]),
+    ]
+
+
+def xargs_tee(rng: random.Random) -> list[str]:
+    names = rng.sample(DIRS, 3)
+    word = rng.choice(WORDS)
+    n = rng.randint(4, 9)
+    cmds = [
+        f"printf '%s\\n' {' '.join(names)} | xargs mkdir -p",
+        "ls",
+        f"echo {word} | tee {names[0]}/note.txt",
+        f"cat {names[0]}/note.txt",
+        f"seq {n} | xargs -n 2",
+        f"echo {rng.choice(NAMES)} | tee -a {names[0]}/note.txt > /dev/null",
+        f"wc -l {names[0]}/note.txt",
+    ]
+    cmds += rng.sample(
+        [
+            "ls | xargs -I{} echo dir: {}",
+            f"seq {n} | xargs echo",
+            f"printf '%s\\n' {' '.join(names)} | xargs -n 1 echo rm -r",
+            f"echo {names[1]} {names[2]} | xargs rmdir && ls",
+            "seq 3 | tee nums.txt | wc -l",
+        ],
+        rng.randint(1, 3),
+    )
+    return cmds
+
+
+def archives(rng: random.Random) -> list[str]:
+    d = rng.choice(DIRS)
+    f1, f2 = (f"{s}.txt" for s in two(rng, STEMS))
+    arc = rng.choice(["backup", "bundle", "release"])
+    cmds = [
+        f"mkdir {d} && echo {rng.choice(WORDS)} > {d}/{f1} && echo {rng.choice(WORDS)} > {d}/{f2}",
+        f"tar -czf {arc}.tar.gz {d}",
+        f"tar -tzf {arc}.tar.gz",
+        f"rm -r {d} && ls",
+        f"tar -xzf {arc}.tar.gz && ls {d}",
+        f"gzip -k {d}/{f1}",
+        f"ls {d}",
+        f"zcat {d}/{f1}.gz",
+    ]
+    cmds += rng.sample(
+        [
+            f"gzip -d {d}/{f1}.gz",
+            f"tar -tf {arc}.tar.gz | wc -l",
+            "tar -xzf missing.tar.gz",
+            f"gunzip -c {d}/{f1}.gz | wc -c",
+            f"tar -cf {arc}.tar {d}/{f2} && tar -tvf {arc}.tar | wc -l",
+        ],
+        rng.randint(1, 3),
+    )
+    return cmds
+
+
+def json_tools(rng: random.Random) -> list[str]:
+    f = rng.choice(["package.json", "config.json", "data.json"])
+    name, version = (
+        rng.choice(WORDS),
+        f"{rng.randint(0, 3)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+    )
+    items = rng.sample(NAMES, rng.randint(2, 4))
+    doc = (
+        '{"name": "'
+        + name
+        + '", "version": "'
+        + version
+        + '", "private": true, "members": ['
+        + ", ".join(f'"{x}"' for x in items)
+        + "]}"
+    )
+    return [
+        f"echo {q(doc)} > {f}",
+        f"jq .name {f}",
+        f"jq -r '.members[]' {f}",
+        f"jq '.members | length' {f}",
+        rng.choice([f"jq . {f}", f"python3 -m json.tool {f}"]),
+        f"jq '.version = \"9.9.9\"' {f} > tmp.json && mv tmp.json {f}",
+        f"jq -r .version {f}",
+        rng.choice(
+            [
+                f"jq .missing {f}",
+                "echo '{broken' | jq .",
+                f"jq -c '{{name, count: (.members | length)}}' {f}",
+                f'python3 -c \'import json; print(json.load(open("{f}"))["private"])\'',
+            ]
+        ),
+    ]
+
+
+def git_history(rng: random.Random) -> list[str]:
+    f = rng.choice(["main.py", "README.md", "notes.txt", "VERSION"])
+    tag = f"v{rng.randint(0, 2)}.{rng.randint(0, 9)}"
+    cmds = [
+        "git init -q",
+        f"echo 'first' > {f} && git add {f} && git commit -q -m 'First'",
+        f"echo 'second' >> {f} && git commit -q -am 'Second'",
+        "git log --oneline | wc -l",
+        f"git tag {tag}",
+        rng.choice(["git tag", "git describe --tags", "git log -1 --format=%s"]),
+        f"echo 'draft' >> {f}",
+        rng.choice(["git status -s", "git diff --stat", "git status --short"]),
+    ]
+    cmds += rng.sample(
+        [
+            "git stash -q && git status -s && git stash pop -q && git status -s",
+            f"git checkout -- {f} && cat {f}",
+            "git rev-parse --abbrev-ref HEAD",
+            "git log --format='%s' | head -n 1",
+            f"git show HEAD~1:{f}",
+            "git reset -q --hard && git status",
+            "git branch --show-current",
+        ],
+        rng.randint(2, 4),
+    )
+    return cmds
+
+
+def git_branches(rng: random.Random) -> list[str]:
+    f = rng.choice(["app.cfg", "lib.py", "index.html"])
+    branch = rng.choice(["wip", "hotfix", "exp", "docs"]) + "-" + rng.choice(WORDS)
+    return [
+        "git init -q",
+        f"echo one > {f} && git add -A && git commit -q -m 'One'",
+        rng.choice([f"git switch -q -c {branch}", f"git checkout -q -b {branch}"]),
+        "git branch --show-current",
+        "echo two > other.txt && git add other.txt && git commit -q -m 'Two'",
+        rng.choice(["git switch -q main", "git checkout -q main"]),
+        "ls",
+        rng.choice(["git branch", f"git log --oneline {branch} | wc -l", "git branch -a"]),
+        rng.choice([f"git branch -D {branch}", f"git branch -d {branch}", "git switch nope"]),
+        "git branch",
+    ]
+
+
+def conditionals(rng: random.Random) -> list[str]:
+    f, d = fname(rng, "txt"), rng.choice(DIRS)
+    word = rng.choice(WORDS)
+    steps = [
+        f"echo {word} > {f}",
+        f"[ -f {f} ] && echo yes || echo no",
+        f"[ -d {d} ] && echo yes || echo no",
+        f"if grep -q {word} {f}; then echo found; else echo missing; fi",
+        f"ls {d} 2> err.txt; cat err.txt",
+        "false; echo $?",
+        "ls missing.txt > out.txt 2>&1; cat out.txt",
+        f"test -s {f} && echo nonempty",
+        "cat missing.txt 2>/dev/null || echo absent",
+        f'n=$(wc -l < {f}); if [ $n -gt 0 ]; then echo "$n line(s)"; fi',
+        f"case {word} in a*) echo starts-with-a;; *) echo other;; esac",
+        "true && echo ok",
+    ]
+    head = steps[:2]
+    rest = rng.sample(steps[2:], rng.randint(4, 8))
+    return head + rest
+
+
+def string_ops(rng: random.Random) -> list[str]:
+    name = f"{rng.choice(STEMS)}.{rng.choice(['txt', 'tar.gz', 'md'])}"
+    path = f"/home/dev/project/{rng.choice(DIRS)}/{name}"
+    word = rng.choice(WORDS)
+    cmds = [f"file={name}", 'echo "${file%.*}"', 'echo "${file#*.}"', 'echo "${#file}"']
+    cmds += rng.sample(
+        [
+            f"basename {path}",
+            f"dirname {path}",
+            f"basename {path} .{name.split('.')[-1]}",
+            f"w={word}; echo ${{w^^}}",
+            f"w={word}; echo ${{w:0:3}}",
+            f"printf '%05d\\n' {rng.randint(1, 999)}",
+            f"printf '%-8s|\\n' {word}",
+            "echo {1..5}",
+            f"echo {word}{{A,B,C}}",
+            f"s='{word} {rng.choice(WORDS)}'; echo ${{s/ /_}}",
+            f"printf '%s has %d chars\\n' {word} {len(word)}",
+        ],
+        rng.randint(4, 7),
+    )
+    return cmds
+
+
+def file_info(rng: random.Random) -> list[str]:
+    f = fname(rng, "txt")
+    link = rng.choice(["latest", "current", "link"])
+    return [
+        f"printf '%s\\n' {' '.join(rng.sample(WORDS, 3))} > {f}",
+        f"ln -s {f} {link}",
+        f"readlink {link}",
+        f"cat {link}",
+        rng.choice([f"stat -c '%s %n' {f}", f"wc -c < {f}", f"du -b {f}"]),
+        rng.choice([f"file {f}", f"realpath {link}", f"test -L {link} && echo symlink"]),
+        f"mv {f} renamed.txt",
+        f"cat {link}",
+        rng.choice(["ls -1", "ls -1 | wc -l", f"test -e {link} || echo broken"]),
+    ]
+
+
+def make_build(rng: random.Random) -> list[str]:
+    target = rng.choice(["hello", "build", "app"])
+    word = rng.choice(WORDS)
+    # printf's format (not %s) turns \t into the tab make needs before a recipe
+    makefile = (
+        f"printf '{target}:\\n\\techo building {word} > {target}.txt\\n"
+        "clean:\\n\\trm -f *.txt\\n' > Makefile"
+    )
+    return [
+        makefile,
+        "cat Makefile",
+        "make",
+        f"cat {target}.txt",
+        "make",
+        rng.choice(["make clean", "make -s clean"]),
+        "ls",
+        rng.choice(["make nothing", f"make -n {target}", f"make {target} && ls"]),
+    ]
+
+
+def ranges(rng: random.Random) -> list[str]:
+    n = rng.randint(12, 30)
+    f = rng.choice(["seq.txt", "lines.txt", "rows.txt"])
+    a = rng.randint(2, 5)
+    b = a + rng.randint(1, 4)
+    cmds = [f"seq {n} > {f}"]
+    cmds += rng.sample(
+        [
+            f"sed -n '{a},{b}p' {f}",
+            f"awk 'NR=={a}' {f}",
+            f"awk 'NR % 5 == 0' {f}",
+            f"head -n {b} {f} | tail -n {b - a + 1}",
+            f"tail -n +{n - 2} {f}",
+            f"head -n -{n - 3} {f}",
+            f"sed '{a},$d' {f}",
+            f"grep -c 1 {f}",
+            f"tail -n 3 {f} | tac",
+            f"sed -n '$p' {f}",
+        ],
+        rng.randint(5, 8),
+    )
+    return cmds
+
+
+def csv_awk(rng: random.Random) -> list[str]:
+    people = rng.sample(NAMES, rng.randint(3, 6))
+    rows = ["name,score,team"] + [
+        f"{p},{rng.randint(10, 99)},{rng.choice(['red', 'blue', 'green'])}" for p in people
+    ]
+    f = rng.choice(["scores.csv", "results.csv", "board.csv"])
+    cmds = [printf_lines(rows, f), f"head -n 1 {f}", f"wc -l < {f}"]
+    cmds += rng.sample(
+        [
+            f"awk -F, 'NR>1 {{print $1}}' {f}",
+            f"awk -F, 'NR>1 {{s+=$2}} END {{print s}}' {f}",
+            f"sort -t, -k2 -n {f} | tail -n 1",
+            f"grep -c red {f}",
+            f"awk -F, '$3 == \"blue\"' {f}",
+            f"awk -F, 'NR>1 {{print $3}}' {f} | sort | uniq -c",
+            f"sed 1d {f} | sort",
+            f"awk -F, 'NR>1 && $2 > 50 {{print $1}}' {f}",
+        ],
+        rng.randint(3, 6),
+    )
+    return cmds
+
+
 # --- held-out templates ------------------------------------------------------------------
 
 
@@ -696,6 +1061,21 @@ TEMPLATES: list[Template] = [
     _t(loops, "loops", "files"),
     _t(shell_script, "scripts", "chmod"),
     _t(log_analysis, "grep", "awk", "sort-uniq"),
+    _t(heredoc_script, "heredoc", "python"),
+    _t(heredoc_config, "heredoc", "environment", "awk"),
+    _t(text_tools, "text-tools", "sort-uniq", "head-tail"),
+    _t(compare_files, "diff", "sort-uniq"),
+    _t(xargs_tee, "xargs", "files"),
+    _t(archives, "archives", "files"),
+    _t(json_tools, "json"),
+    _t(git_history, "git"),
+    _t(git_branches, "git"),
+    _t(conditionals, "conditionals", "redirection"),
+    _t(string_ops, "strings"),
+    _t(file_info, "links", "files"),
+    _t(make_build, "make"),
+    _t(ranges, "head-tail", "sed", "awk", "seq"),
+    _t(csv_awk, "awk", "sort-uniq", "head-tail"),
     _t(tr_text, "tr", "pipes"),
     _t(cut_fields, "cut", "pipes"),
     _t(find_tree, "find", "files"),
