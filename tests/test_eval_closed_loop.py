@@ -25,13 +25,15 @@ EPISODES = {
 }
 
 
-def _records(tmp_path, episodes=EPISODES, domain="tiny", tool="run_command"):
+def _records(tmp_path, episodes=EPISODES, domain="tiny", tool="run_command", conditions=None):
+    """``conditions``: (episode, index) -> the world conditions recorded on that call."""
     folder = tmp_path / "records"
     sink = RecordSink(folder)
     for episode, calls in episodes.items():
         for index, (command, observation) in enumerate(calls, start=1):
             sink.write(
                 CallRecord(
+                    conditions=(conditions or {}).get((episode, index), []),
                     index=index,
                     episode=episode,
                     domain=domain,
@@ -73,6 +75,7 @@ async def test_each_episode_runs_under_its_own_id_and_sees_its_own_answers(tmp_p
     assert history == ["hi", "sim1", "sim2"]  # the demonstration, then its own answers
     ids = sorted(e.episode_id for e in simulator.episodes.all())
     assert ids == ["closed-loop/alpha", "closed-loop/beta"]
+    assert not any("conditions" in r for r in rows)  # none were recorded
     # The rows carry the recorded episode in AgentWorldBench shape.
     assert rows[1]["turn_idx"] == 2 and rows[1]["total_turns"] == 3
     assert "a.txt\n[exit code: 0]" in rows[1]["response"][1]
@@ -154,3 +157,16 @@ async def test_replaying_real_bash_episodes_scores_a_perfect_model(tmp_path, cap
     assert terminal["all"]["model"]["exit_code"] == 1.0
     assert terminal["all"]["empty"]["exact"] < 1.0 and terminal["all"]["previous"]["exact"] < 1.0
     assert {"tr", "git"} <= set(terminal["families"])
+
+
+async def test_rows_keep_the_world_conditions_recorded_on_a_call(tmp_path):
+    full = 'The disk is full: writes fail with "No space left on device".'
+    records = load_record_dir(_records(tmp_path, conditions={("alpha", 2): [full]}))
+    out = tmp_path / "out"
+    await ClosedLoop(make_simulator(FakeEngine("ok")), ClosedLoopOptions(quiet=True)).run(
+        records, out
+    )
+    rows = {r["id"]: r for r in _rows(out)}
+    assert rows["alpha#2"]["conditions"] == [full]
+    assert full in rows["alpha#2"]["current_prompt"]  # rendered as the fault layer would
+    assert "conditions" not in rows["alpha#1"] and "conditions" not in rows["beta#1"]

@@ -224,3 +224,40 @@ def test_missing_inputs_are_one_line_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"aw-mcp eval: no predictions file at {missing}" in err
     assert f"no data directory at {missing}" in err and f"no record directory at {missing}" in err
+
+
+def test_calls_under_a_world_condition_score_whether_they_show_it(tmp_path, capsys):
+    full = 'The disk is full. Every write fails with "No space left on device" (ENOSPC).'
+    enospc = "bash: echo: write error: No space left on device\n[exit code: 1]"
+    rows = episode_samples(
+        "terminal",
+        "f",
+        [
+            ("run_command", {"command": "echo a > a.txt"}, enospc),  # the real one shows it
+            ("run_command", {"command": "cat b.txt"}, "b\n[exit code: 0]"),  # a read does not
+            ("run_command", {"command": "echo c > c.txt"}, enospc),
+            ("run_command", {"command": "ls"}, "a.txt\n[exit code: 0]"),  # no condition
+        ],
+        [enospc, "cat: b.txt: No space left on device\n[exit code: 1]", "", "a.txt"],
+    )
+    for row in rows[:3]:
+        row["conditions"] = [full]
+    report = _score_json(tmp_path, capsys, rows)
+    conditions = report["world_conditions"]
+    # model: shown on 1 of the 2 calls whose real observation shows it; a false alarm on the read
+    assert conditions["model"] == {
+        "real_shows": 2,
+        "shown": 0.5,
+        "real_silent": 1,
+        "false_alarm": 1.0,
+    }
+    assert conditions["empty"]["shown"] == 0 and conditions["empty"]["false_alarm"] == 0
+    # previous: turn 2 repeats turn 1's ENOSPC (a false alarm), turn 3 repeats the read
+    assert conditions["previous"]["shown"] == 0 and conditions["previous"]["false_alarm"] == 1.0
+    path = tmp_path / "p.jsonl"
+    write_jsonl(path, rows)
+    assert main(["eval", "score", "--predictions", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert "### calls under a world condition" in table and "| model | 50.0 | 100.0 |" in table
+    # Without conditions there is no such section.
+    assert "world_conditions" not in _score_json(tmp_path, capsys, TERMINAL)

@@ -28,6 +28,7 @@ from aw_mcp.trajectories.terminal_scripts import (
     episode_script,
     templates_for,
 )
+from aw_mcp.trajectories.world_faults import world_fault
 
 
 def _sandbox_available() -> str:
@@ -181,3 +182,35 @@ def test_generate_counts_episodes_on_a_progress_bar_unless_quiet(tmp_path: Path,
     quiet = ["generate", "terminal", "--out", str(tmp_path / "b"), "--episodes", "2", "--quiet"]
     assert main(quiet) == 0
     assert "2/2" not in capsys.readouterr().err
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [("sandbox-disk-full", "No space left on device"), ("sandbox-read-only", "Permission denied")],
+)
+def test_world_fault_episodes_run_under_the_real_condition_and_carry_its_text(
+    tmp_path: Path, scenario: str, message: str
+):
+    fault = world_fault(scenario)
+    assert fault.at == 4 and message in fault.condition  # the scenario file's rule and text
+    generate_terminal(tmp_path, seed=3, episodes=2, world_fault_name=scenario)
+    episodes = load_record_dir(tmp_path)
+    assert len(episodes) == 2
+    for episode in episodes:
+        before = [r for r in episode.records if r.index < fault.at]
+        after = [r for r in episode.records if r.index >= fault.at]
+        assert before and after
+        assert all(r.conditions == [] for r in before)
+        assert all(r.conditions == [fault.condition] for r in after)
+        assert not any(message in r.observation for r in before)
+    # Writes after the condition fail for real (each episode has 4-6 commands after it,
+    # drawn from a list that is mostly writes).
+    shown = [r for e in episodes for r in e.records if message in r.observation]
+    assert shown and all(r.index >= fault.at for r in shown)
+    assert "aw-sandbox" not in Path("/proc/self/mounts").read_text()  # the tmpfs is gone
+
+
+def test_world_fault_needs_a_condition_the_sandbox_can_make_real():
+    with pytest.raises(ValueError, match="sandbox-disk-full"):
+        world_fault("disk-full")  # a bundled scenario, but nothing here makes it real

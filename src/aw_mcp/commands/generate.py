@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="which script templates to draw from (held-out ones never appear in training)",
     )
     t.add_argument("--command-timeout", type=float, default=10.0, metavar="SECONDS")
+    t.add_argument(
+        "--world-fault",
+        metavar="SCENARIO",
+        help="run every episode under a real world condition from a bundled fault scenario "
+        "(sandbox-disk-full, sandbox-read-only), its calls labelled with the condition text",
+    )
     add_quiet_flag(t)
     t.set_defaults(handler=_generate_terminal)
     for name, what in (
@@ -74,7 +80,13 @@ def _generate_terminal(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be at least 1")
     try:
         paths = generate_terminal(
-            args.out, args.seed, args.episodes, args.split, args.command_timeout, args.quiet
+            args.out,
+            args.seed,
+            args.episodes,
+            args.split,
+            args.command_timeout,
+            args.quiet,
+            args.world_fault,
         )
     except (SandboxUnavailable, CommandTimeout) as exc:
         print(f"aw-mcp generate: {exc}", file=sys.stderr)

@@ -67,7 +67,6 @@ ObservationSource = Literal[
 ]
 
 
-
 def reached_world(source: ObservationSource, is_error: bool) -> bool:
     """Whether a call's answer came from the (simulated or real) environment. An error a fault
     rule answered with (a 502, a 429) never reached it; a canned result a rule gives did."""

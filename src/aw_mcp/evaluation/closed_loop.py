@@ -127,6 +127,8 @@ class ClosedLoop:
                 "mode": "closed-loop",
                 "source": source,
             }
+            if record.conditions:  # scored as a world fault (scoring.world_conditions)
+                row["conditions"] = record.conditions
             if error:
                 row["error"] = error
             rows.append(row)

@@ -11,6 +11,7 @@ judge adds its five dimensions (``judge.py``).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,13 +115,57 @@ class Group:
 Verdicts = dict[str, dict[str, Verdict | None]]  # system -> sample key -> verdict
 
 
+# -- world faults: does an observation made under a condition show it? ----------------------
+
+QUOTED = re.compile(r'"([^"]+)"')
+
+
+def condition_messages(conditions: list[str]) -> list[str]:
+    """The messages a world condition says calls will show: its double-quoted phrases
+    ('Every write fails with "No space left on device"')."""
+    return [m for text in conditions for m in QUOTED.findall(text)]
+
+
+@dataclass
+class ConditionTally:
+    """Calls made under a world condition that quotes the message it causes."""
+
+    real_shows: int = 0  # the real observation shows a quoted message
+    caught: int = 0  # ... and this system's does too
+    real_silent: int = 0  # the real observation does not (a read, say)
+    false_alarms: int = 0  # ... but this system's does
+
+    def add(self, output: str, reference: str, messages: list[str]) -> None:
+        shows = any(m in output for m in messages)
+        if any(m in reference for m in messages):
+            self.real_shows += 1
+            self.caught += shows
+        else:
+            self.real_silent += 1
+            self.false_alarms += shows
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "real_shows": self.real_shows,
+            "shown": _ratio(self.caught, self.real_shows),
+            "real_silent": self.real_silent,
+            "false_alarm": _ratio(self.false_alarms, self.real_silent),
+        }
+
+
 def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> dict[str, Any]:
     """The report: ``{"note", "overall", "domains": {domain: {"all", "families"}}}``."""
     verdicts = verdicts or {}
     overall = Group()
     domains: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
+    under_condition = {s: ConditionTally() for s in SYSTEMS}
     for sample in samples:
         reference = sample.reference()
+        conditions = sample.extra.get("conditions")
+        messages = condition_messages(conditions) if isinstance(conditions, list) else []
+        if messages:
+            for system, output in system_outputs(sample).items():
+                under_condition[system].add(output, reference, messages)
         groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
         for group in groups:
             group.n += 1
@@ -136,7 +181,7 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
                         tally.judge_failed += 1
                     else:
                         tally.judged.append(verdict)
-    return {
+    report: dict[str, Any] = {
         "note": METRICS_NOTE,
         "overall": overall.summary(),
         "domains": {
@@ -150,6 +195,9 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
             for domain, families in sorted(domains.items())
         },
     }
+    if any(t.real_shows or t.real_silent for t in under_condition.values()):
+        report["world_conditions"] = {s: t.summary() for s, t in under_condition.items()}
+    return report
 
 
 # -- text table ----------------------------------------------------------------------------
@@ -199,4 +247,20 @@ def render(report: dict[str, Any]) -> str:
                 )
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    if conditions := report.get("world_conditions"):
+        model = conditions["model"]
+        lines += [
+            "### calls under a world condition (a fault scenario's `world` effect)",
+            'The condition\'s quoted messages (e.g. "No space left on device"): shown = share of '
+            f"the {model['real_shows']} calls whose real observation shows one where this one "
+            f"does too; false alarm = share of the {model['real_silent']} calls whose real "
+            "observation shows none where this one does.",
+            "| system | shown % | false alarm % |",
+            "|---|---|---|",
+            *(
+                f"| {s} | {_cell(c['shown'], 'pct')} | {_cell(c['false_alarm'], 'pct')} |"
+                for s, c in conditions.items()
+            ),
+            "",
+        ]
     return "\n".join(lines)

@@ -34,7 +34,8 @@ from aw_mcp.trajectories.sandbox import (
     BashSandbox,
     observation_text,
 )
-from aw_mcp.trajectories.terminal_scripts import Split, episode_script
+from aw_mcp.trajectories.terminal_scripts import Split, episode_script, world_fault_script
+from aw_mcp.trajectories.world_faults import WorldFault, world_fault
 from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
 
 log = logging.getLogger(__name__)
@@ -56,19 +57,33 @@ _FACT_PROBES = {
 }
 
 
-def episode_id(split: Split, seed: int, number: int) -> str:
-    return f"terminal-{split}-s{seed}-{number:04d}"
+def episode_id(split: Split, seed: int, number: int, fault: WorldFault | None = None) -> str:
+    kind = f"{split}-{fault.name}" if fault else split
+    return f"terminal-{kind}-s{seed}-{number:04d}"
 
 
 def run_episode(
-    split: Split, seed: int, number: int, sink: RecordSink, command_timeout: float = 10.0
+    split: Split,
+    seed: int,
+    number: int,
+    sink: RecordSink,
+    command_timeout: float = 10.0,
+    fault: WorldFault | None = None,
 ) -> CallRecord | None:
-    """Run one scripted episode in a fresh sandbox and write its records; returns the last."""
-    template, commands = episode_script(split, seed, number)
-    eid = episode_id(split, seed, number)
+    """Run one scripted episode in a fresh sandbox and write its records; returns the last.
+    With ``fault``, the condition is made true before call ``fault.at`` and every call from
+    then on carries its text, as the fault layer would write it into the prompt."""
+    if fault:
+        template, commands = world_fault_script(split, seed, number, fault.at)
+    else:
+        template, commands = episode_script(split, seed, number)
+    eid = episode_id(split, seed, number, fault)
     last = None
-    with BashSandbox(command_timeout=command_timeout) as shell:
+    disk = fault.real.disk_bytes if fault else None
+    with BashSandbox(command_timeout=command_timeout, disk_bytes=disk) as shell:
         for index, command in enumerate(commands, start=1):
+            if fault and index == fault.at:
+                fault.real.impose(shell)
             started = time.time()
             output, code = shell.run(command)
             last = CallRecord(
@@ -80,6 +95,7 @@ def run_episode(
                 observation=observation_text(output, code),
                 is_error=False,
                 source="real",
+                conditions=[fault.condition] if fault and index >= fault.at else [],
                 started_at=started,
                 seconds=round(time.time() - started, 4),
             )
@@ -151,16 +167,19 @@ def generate_terminal(
     split: Split = "train",
     command_timeout: float = 10.0,
     quiet: bool = True,
+    world_fault_name: str | None = None,
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
-    Without ``quiet``, a progress bar counts the episodes on stderr."""
+    Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
+    a world-fault scenario the sandbox makes real (``world_faults.REAL_CONDITIONS``)."""
+    fault = world_fault(world_fault_name) if world_fault_name else None
     sink = RecordSink(out)
     paths = []
     for number in counted(range(episodes), "terminal", "episode", quiet):
-        eid = episode_id(split, seed, number)
+        eid = episode_id(split, seed, number, fault)
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
-        run_episode(split, seed, number, sink, command_timeout)
+        run_episode(split, seed, number, sink, command_timeout, fault)
         paths.append(path)
     write_world(out)
     return paths

@@ -19,10 +19,12 @@ This needs root (to create the user, mount and switch user) and ``unshare``; wit
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -139,15 +141,30 @@ def sandboxed_command(
 class BashSandbox:
     """One episode's real shell. Use as a context manager; :meth:`run` one command at a time."""
 
-    def __init__(self, command_timeout: float = 10.0, scratch: Path | None = None):
+    def __init__(
+        self,
+        command_timeout: float = 10.0,
+        scratch: Path | None = None,
+        disk_bytes: int | None = None,
+    ):
+        """``disk_bytes``: /home is a tmpfs of that size (a disk that :meth:`fill_disk` can
+        fill for real) instead of a folder on the host's disk."""
         self.command_timeout = command_timeout
         self._scratch = scratch
+        self._disk_bytes = disk_bytes
+        self._mounted = False
         self._root: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
 
     def __enter__(self) -> BashSandbox:
         self._root = Path(tempfile.mkdtemp(prefix="aw-sandbox-", dir=self._scratch))
+        if self._disk_bytes is not None:
+            size = f"size={self._disk_bytes},mode=755"
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(self._root)], check=True
+            )
+            self._mounted = True
         home = self._root / USER
         (home / "project").mkdir(parents=True)
         (home / ".gitconfig").write_text(GITCONFIG)
@@ -179,6 +196,33 @@ class BashSandbox:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+    # -- real world conditions, imposed from outside (as root on the host) between commands --
+
+    def fill_disk(self) -> None:
+        """Fill the sandbox's tmpfs /home to the last byte with a root-owned file (hidden in
+        /home, outside the user's home): every later write by the user fails with ENOSPC."""
+        if self._root is None or not self._mounted:
+            raise RuntimeError("fill_disk needs a sandbox started with disk_bytes")
+        chunk = b"\0" * 65536
+        with (self._root / ".filler").open("wb", buffering=0) as fh:
+            try:
+                while True:
+                    fh.write(chunk)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+
+    def make_read_only(self, path: str = PROJECT) -> None:
+        """Remove the write permission of ``path`` (a path in the sandbox under /home) and of
+        everything in it, for everyone."""
+        if self._root is None:
+            raise RuntimeError("the sandbox is not running")
+        top = self._root / Path(path).relative_to("/home")
+        for folder, dirs, files in os.walk(top):
+            for name in [*dirs, *files]:
+                _drop_write(Path(folder) / name)
+        _drop_write(top)
 
     def run(self, command: str) -> tuple[str, int]:
         """Run one command line in the episode's shell: (everything it printed, exit code)."""
@@ -234,7 +278,16 @@ class BashSandbox:
                     stream.close()
         root, self._root = self._root, None
         if root is not None:
+            if self._mounted:
+                subprocess.run(["umount", "--lazy", str(root)], check=False)
+                self._mounted = False
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _drop_write(path: Path) -> None:
+    if not path.is_symlink():
+        mode = path.stat().st_mode
+        path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def observation_text(output: str, exit_code: int) -> str:

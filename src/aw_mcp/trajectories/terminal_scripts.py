@@ -1084,6 +1084,43 @@ TEMPLATES: list[Template] = [
 ]
 
 
+# --- after a world fault (aw-mcp generate terminal --world-fault) ----------------------
+# An episode starts with a template's first commands; the condition (a full disk, a read-only
+# folder) becomes true; these commands follow: writes that it breaks, reads it does not.
+# The held-out list is its own, so held-out fault episodes are not memorised ones.
+
+AFTER_FAULT: dict[Split, list[str]] = {
+    "train": [
+        "echo 'one more line' >> notes.txt",
+        "touch new.txt && ls",
+        "mkdir -p out && echo done > out/result.txt",
+        "cat out/result.txt",
+        "printf '%s\\n' a b c > letters.txt; wc -l letters.txt",
+        'cp "$(ls | head -n 1)" backup.txt',
+        'python3 -c \'open("data.txt", "w").write("x" * 100)\'',
+        "ls -l",
+        "df -h .",
+        'rm -f "$(ls | head -n 1)"',
+        "echo saved > /home/dev/project/state.txt && cat state.txt",
+        "git init -q",
+        "ls | wc -l",
+        "seq 100 > numbers.txt; tail -n 1 numbers.txt",
+    ],
+    "heldout": [
+        "echo 'final entry' > log.txt",
+        "mkdir results && ls",
+        "cat > report.md <<'EOF'\n# Report\nEOF",
+        "df -h /home/dev/project",
+        'mv "$(ls | head -n 1)" renamed.txt',
+        "touch a b c && ls | wc -l",
+        "ls",
+        'python3 -c \'print(open("out.txt", "w").write("hello"))\'',
+        'sort "$(ls | head -n 1)" > sorted.txt',
+        "cat sorted.txt",
+    ],
+}
+
+
 def templates_for(split: Split) -> list[Template]:
     return [t for t in TEMPLATES if t.split == split]
 
@@ -1098,3 +1135,15 @@ def episode_script(split: Split, seed: int, episode: int) -> tuple[Template, lis
     if len(commands) < MIN_COMMANDS:  # a template bug, not a case to paper over
         raise AssertionError(f"template {template.name} gave {len(commands)} commands")
     return template, commands
+
+
+def world_fault_script(
+    split: Split, seed: int, episode: int, at: int
+) -> tuple[Template, list[str]]:
+    """A world-fault episode: a template's first ``at - 1`` commands, then 4-6 commands of
+    ``AFTER_FAULT`` (the condition holds from command ``at`` on)."""
+    rng = random.Random(f"terminal-world-fault:{split}:{seed}:{episode}")
+    choices = templates_for(split)
+    template = choices[episode % len(choices)]
+    before = template.build(rng)[: at - 1]
+    return template, before + rng.sample(AFTER_FAULT[split], rng.randint(4, 6))
