@@ -123,7 +123,7 @@ def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     world.write_text("facts:\n  user: evaluator\n", encoding="utf-8")
     out = tmp_path / "out"
     args = ["--simulator", str(TINY_DOMAIN), "--world", str(world), "--threads", "1"]
-    args += ["--n-ctx", "2048", "--quiet"]
+    args += ["--n-ctx", "2048", "--quiet", "--record-dir", str(tmp_path / "served")]
     assert (
         main(["eval", "closed-loop", "--records", str(records), "--output-dir", str(out), *args])
         == 0
@@ -131,6 +131,9 @@ def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     rows = _rows(out)
     assert [r["id"] for r in rows] == ["alpha#1", "alpha#2"]
     assert all(r["gen"].strip() and r["source"] == "model" for r in rows)
+    # --record-dir (the serve setting): the server's own records of the simulated episode
+    (served,) = load_record_dir(tmp_path / "served")
+    assert [r.observation for r in served.records] == [r["gen"] for r in rows]
     assert "user: evaluator" in rows[0]["system_str"]  # the --world fact reached the prompt
     capsys.readouterr()
     assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl"), "--json"]) == 0

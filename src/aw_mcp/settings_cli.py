@@ -29,14 +29,16 @@ def add_settings_flags(
     parser: argparse.ArgumentParser,
     settings: type[BaseSettings],
     only_groups: Collection[str] | None = None,
+    also_fields: Collection[str] = (),
 ) -> None:
     """One flag per field of ``settings``, in ``--help`` sections by the field's ``group``
-    (only the fields of ``only_groups`` when given: other commands reuse some sections)."""
+    (only the fields of ``only_groups``, and single ``also_fields``, when given: other
+    commands reuse some sections and settings)."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, field in settings.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         group_name = str(extra.get("group", OTHER_GROUP))
-        if only_groups is not None and group_name not in only_groups:
+        if only_groups is not None and group_name not in only_groups and name not in also_fields:
             continue
         if group_name not in groups:
             groups[group_name] = parser.add_argument_group(group_name)

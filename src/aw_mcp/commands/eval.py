@@ -220,13 +220,11 @@ def _add_closed_loop_parser(actions: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--records", type=Path, required=True, metavar="DIR")
     _run_options(p, jobs=1, unit="episodes")
-    add_settings_flags(p, ServeSettings, only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI))
-    p.add_argument(
-        "--record-dir",
-        dest="record_dir",
-        type=Path,
-        metavar="DIR",
-        help="also keep the server's own records of the simulated episodes",
+    add_settings_flags(
+        p,
+        ServeSettings,
+        only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI),
+        also_fields=("record_dir",),  # the server's own records of the simulated episodes
     )
     p.set_defaults(handler=_closed_loop)
 
