@@ -27,6 +27,7 @@ from aw_mcp.evaluation.samples import family_of, sample_key
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
 from aw_mcp.simulator import WorldSimulator
+from aw_mcp.trajectories.export import bench_sample
 from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
 
 log = logging.getLogger(__name__)
@@ -111,15 +112,10 @@ class ClosedLoop:
         for turn, (record, (gen, source, error)) in enumerate(
             zip(calls, outputs, strict=True), start=1
         ):
-            row: dict[str, Any] = {
-                "task": episode.domain,
-                "id": sample_id(episode, turn),
-                "prompt": prompt,
-                "response": response,
-                "current_prompt": prompt[turn - 1],
-                "system_str": system,
-                "turn_idx": turn,
-                "total_turns": len(calls),
+            row = {
+                **bench_sample(
+                    episode.domain, sample_id(episode, turn), system, prompt, response, turn
+                ),
                 "gen": gen,
                 "reference": record.observation,
                 "domain": episode.domain,

@@ -180,18 +180,26 @@ def bench_samples(
     prompts = [m.content for m in messages[head::2]]
     responses = [m.content for m in messages[head + 1 :: 2]]
     return [
-        {
-            "task": rendered.domain,
-            "id": f"{rendered.episode}-{k}",
-            "prompt": prompts,
-            "response": responses,
-            "current_prompt": prompts[k - 1],
-            "system_str": system,
-            "turn_idx": k,
-            "total_turns": len(prompts),
-        }
+        bench_sample(rendered.domain, f"{rendered.episode}-{k}", system, prompts, responses, k)
         for k in range(1, len(prompts) + 1)
     ]
+
+
+def bench_sample(
+    task: str, sample_id: str, system: str, prompts: list[str], responses: list[str], turn: int
+) -> dict[str, Any]:
+    """One AgentWorldBench sample: the whole episode's action and observation messages, and
+    which turn (1-based) is asked for."""
+    return {
+        "task": task,
+        "id": sample_id,
+        "prompt": prompts,
+        "response": responses,
+        "current_prompt": prompts[turn - 1],
+        "system_str": system,
+        "turn_idx": turn,
+        "total_turns": len(prompts),
+    }
 
 
 def export_records(
