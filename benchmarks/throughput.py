@@ -45,11 +45,16 @@ from tests.engine_support import RecordingEngine, free_port, serving_http  # noq
 from aw_mcp.config import ServeSettings  # noqa: E402
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions  # noqa: E402
-from aw_mcp.runtime import build_simulator  # noqa: E402
+from aw_mcp.runtime import (  # noqa: E402
+    build_catalogue,
+    build_simulator,
+    resolve_adapters,
+    serving_profile,
+)
 from aw_mcp.server.app import build_server  # noqa: E402
 from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY  # noqa: E402
 
-MAX_TOKENS = 24
+MAX_TOKENS = 24  # --max-tokens; 0 keeps the domain's own (256)
 COMMANDS = [
     "pwd",
     "ls -la",
@@ -75,19 +80,52 @@ class Row:
     detail: str = ""
 
 
-def terminal_domain(folder: Path) -> Path:
-    """The bundled Terminal domain with short observations."""
+def terminal_domain(folder: Path, max_tokens: int = MAX_TOKENS) -> Path:
+    """The bundled Terminal domain, with short observations unless ``max_tokens`` is 0."""
     text = (REPO / "simulators" / "terminal.yaml").read_text(encoding="utf-8")
     path = folder / "terminal.yaml"
-    path.write_text(text.replace("max_tokens: 256", f"max_tokens: {MAX_TOKENS}"), "utf-8")
+    if max_tokens:
+        text = text.replace("max_tokens: 256", f"max_tokens: {max_tokens}")
+    path.write_text(text, "utf-8")
     return path
 
 
 BATCH_SLOTS = 8  # batched decoding in every row but the batch_slots=1 reference
 
 
+@dataclass
+class Serving:
+    """What `aw-mcp serve` would serve the domain with: the bundled LoRA adapter and the prompt
+    profile it was trained with (or, with --no-lora, neither). Every row uses it."""
+
+    lora: list[Path]
+    profile: str
+
+    @classmethod
+    def default(cls, domain: Path, no_lora: bool) -> Serving:
+        settings = ServeSettings(simulator=[str(domain)], no_lora=no_lora)
+        adapters = resolve_adapters(settings, build_catalogue(settings))
+        return cls([a.path for a in adapters], serving_profile(settings, adapters))
+
+    def settings(self, domain: Path) -> ServeSettings:
+        return ServeSettings(simulator=[str(domain)], profile=self.profile)
+
+    def describe(self) -> str:
+        adapter = ", ".join(p.name for p in self.lora) or "no adapter"
+        return f"{adapter}, profile {self.profile}"
+
+
+SERVING = Serving([], "default")  # set in main()
+
+
 def engine(threads: int, **options) -> LlamaCppEngine:
-    options = {"n_ctx": 8192, "n_threads": threads, "batch_slots": BATCH_SLOTS, **options}
+    options = {
+        "n_ctx": 8192,
+        "n_threads": threads,
+        "batch_slots": BATCH_SLOTS,
+        "lora_paths": SERVING.lora,
+        **options,
+    }
     return LlamaCppEngine(LlamaCppOptions(**options))
 
 
@@ -117,7 +155,7 @@ async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> 
     rows = []
     for slots in (BATCH_SLOTS, 1):
         eng = engine(threads, batch_slots=slots)
-        simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=eng)
+        simulator = build_simulator(SERVING.settings(domain), engine=eng)
         async with serving_http(build_server(simulator, owns_engine=True), free_port()) as url:
             await http_episode(url, "warm", 1)  # the domain's shared prompt is evaluated once
             rates = {}
@@ -151,7 +189,7 @@ async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> 
 async def history(domain: Path, threads: int, steps: int) -> tuple[list[Row], GenerationRequest]:
     eng = engine(threads)
     recorder = RecordingEngine(eng)
-    simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=recorder)
+    simulator = build_simulator(SERVING.settings(domain), engine=recorder)
     tool = simulator.catalogue.get("run_command")
     await eng.start()
     await simulator.call("warm", tool, {"command": "true"})
@@ -215,19 +253,38 @@ async def switching(threads: int, request: GenerationRequest) -> Row:
 # -- 3. overhead and 5. cold start -----------------------------------------------------------
 
 
-def serve_params(domain: Path, threads: int) -> StdioServerParameters:
+def serve_params(
+    domain: Path, threads: int, snapshot_mb: int | None = None
+) -> StdioServerParameters:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "AW_MCP_N_CTX": "8192",
+        "AW_MCP_THREADS": str(threads),
+        "AW_MCP_BATCH_SLOTS": str(BATCH_SLOTS),
+        "AW_MCP_LOG_LEVEL": "WARNING",
+        "AW_MCP_PROFILE": SERVING.profile,
+    }
+    if not SERVING.lora:
+        env["AW_MCP_NO_LORA"] = "1"
+    if snapshot_mb is not None:
+        env["AW_MCP_KV_SNAPSHOT_MB"] = str(snapshot_mb)
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "aw_mcp", "serve", "--simulator", str(domain)],
-        env={
-            **os.environ,
-            "PYTHONPATH": str(REPO / "src"),
-            "AW_MCP_N_CTX": "8192",
-            "AW_MCP_THREADS": str(threads),
-            "AW_MCP_BATCH_SLOTS": str(BATCH_SLOTS),
-            "AW_MCP_LOG_LEVEL": "WARNING",
-        },
+        command=sys.executable, args=["-m", "aw_mcp", "serve", "--simulator", str(domain)], env=env
     )
+
+
+async def idle_episodes(client: Client, idle: int) -> float:
+    """Peak RSS (MB) of the stdio server after ``idle`` episodes made one call each."""
+
+    async def one(i: int) -> None:
+        meta = {EPISODE_META_KEY: f"idle-{i}"}
+        await client.call_tool("run_command", {"command": f"echo {i}"}, meta=meta)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(idle):
+            tg.start_soon(one, i)
+    return child_peak_rss_mb()
 
 
 def child_peak_rss_mb() -> float:
@@ -247,7 +304,7 @@ def child_peak_rss_mb() -> float:
 async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle: int) -> list[Row]:
     direct = engine(threads)
     recorder = RecordingEngine(direct)
-    simulator = build_simulator(ServeSettings(simulator=[str(domain)]), engine=recorder)
+    simulator = build_simulator(SERVING.settings(domain), engine=recorder)
     await direct.start()
     mcp_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
     direct_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
@@ -273,15 +330,12 @@ async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle:
         for i in range(trials):
             await compare("stdio", client, i)
 
-        async def idle_episode(i: int) -> None:
-            meta = {EPISODE_META_KEY: f"idle-{i}"}
-            await client.call_tool("run_command", {"command": f"echo {i}"}, meta=meta)
-
-        async with anyio.create_task_group() as tg:
-            for i in range(idle):
-                tg.start_soon(idle_episode, i)
-        peak = child_peak_rss_mb()
-    http_sim = build_simulator(ServeSettings(simulator=[str(domain)]), engine=engine(threads))
+        peak = await idle_episodes(client, idle)
+    # The same with no KV snapshots kept (an idle episode's next call re-evaluates its own
+    # tokens): what the snapshot budget costs.
+    async with Client(serve_params(domain, threads, snapshot_mb=0)) as client:
+        peak_without = await idle_episodes(client, idle)
+    http_sim = build_simulator(SERVING.settings(domain), engine=engine(threads))
     http_server = build_server(http_sim, owns_engine=True)
     async with serving_http(http_server, free_port()) as url, Client(url) as client:
         await client.call_tool("run_command", {"command": "pwd"})
@@ -308,7 +362,14 @@ async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle:
             f"{peak:.0f} MB",
             "< 500 MB",
             peak < 500,
-            "stdio server process (VmHWM)",
+            "stdio server process (VmHWM), --kv-snapshot-mb 1024 (default)",
+        ),
+        Row(
+            f"5. peak RSS, model + {idle} idle episodes",
+            f"{peak_without:.0f} MB",
+            "(reference)",
+            None,
+            "--kv-snapshot-mb 0: no idle KV kept",
         ),
     ]
     return rows
@@ -346,10 +407,11 @@ async def structured(threads: int) -> Row:
     )
 
 
-def print_table(rows: list[Row], seconds: float, threads: int) -> None:
+def print_table(rows: list[Row], seconds: float, threads: int, max_tokens: int) -> None:
     print(
         f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"{threads} inference thread(s), embedded SmolLM2-135M Q4_1, run took {seconds:.0f} s\n"
+        f"{threads} inference thread(s), embedded SmolLM2-135M Q4_1 ({SERVING.describe()}), "
+        f"observations of at most {max_tokens or 256} tokens, run took {seconds:.0f} s\n"
     )
     print(f"| {'row':45} | {'measured':>10} | {'target':>11} | met | detail |")
     print(f"|{'-' * 47}|{'-' * 12}|{'-' * 13}|-----|--------|")
@@ -366,18 +428,30 @@ async def main() -> None:
     parser.add_argument("--history", type=int, default=30, help="steps of row 2's episode")
     parser.add_argument("--trials", type=int, default=5, help="calls per transport in row 3")
     parser.add_argument("--idle", type=int, default=100, help="idle episodes in row 5")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help=f"longest observation (default {MAX_TOKENS}; 0: the domain's own, 256)",
+    )
+    parser.add_argument(
+        "--no-lora", action="store_true", help="the plain model, not the bundled adapter"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        domain = terminal_domain(Path(folder))
+        global SERVING
+        domain = terminal_domain(Path(folder), args.max_tokens)
+        SERVING = Serving.default(domain, args.no_lora)
         rows = await concurrency(domain, args.threads, args.episodes, args.steps)
-        print_table(rows, time.perf_counter() - started, args.threads)
+        print_table(rows, time.perf_counter() - started, args.threads, args.max_tokens)
         history_rows, long_request = await history(domain, args.threads, args.history)
         rows += history_rows
         rows += await overhead_and_cold_start(domain, args.threads, args.trials, args.idle)
-        rows.insert(len(rows) - 3, await switching(args.threads, long_request))
+        first_row_5 = next(i for i, r in enumerate(rows) if r.name.startswith("5."))
+        rows.insert(first_row_5, await switching(args.threads, long_request))
         rows.append(await structured(args.threads))
-    print_table(rows, time.perf_counter() - started, args.threads)
+    print_table(rows, time.perf_counter() - started, args.threads, args.max_tokens)
 
 
 if __name__ == "__main__":
