@@ -162,6 +162,13 @@ class ServeSettings(BaseSettings):
         description="llama.cpp: episodes decoded together in one step (1: one at a time)",
         json_schema_extra=flag(ENGINE),
     )
+    requantize: Literal["q8_0"] | None = Field(
+        default=None,
+        description="llama.cpp: serve a copy of the model re-quantized to this type, made "
+        "once in ~/.cache/aw-mcp/models; q8_0 evaluates prompts ~2x and decodes ~1.25x faster "
+        "than the embedded Q4_1 on x86 CPUs, for ~50 MB more memory",
+        json_schema_extra=flag(ENGINE),
+    )
     kv_snapshot_mb: int = Field(
         default=1024,
         ge=0,

@@ -69,6 +69,8 @@ def serving_profile(settings: ServeSettings, adapters: list[AdapterInfo]) -> str
 
 def make_engine(settings: ServeSettings, adapters: Sequence[AdapterInfo] = ()) -> Engine:
     """The configured engine; local engines with ``instances > 1`` become an EnginePool."""
+    if settings.requantize and settings.engine != "llama-cpp":
+        raise ValueError("--requantize converts GGUF files for the llama-cpp engine only")
     if settings.engine == "openai":
         if settings.instances > 1:
             raise ValueError(
@@ -102,6 +104,7 @@ def _local_engine(
                 n_threads=threads,
                 n_gpu_layers=settings.n_gpu_layers,
                 batch_slots=settings.batch_slots,
+                requantize=settings.requantize,
                 snapshot_budget_bytes=settings.kv_snapshot_mb << 20,
                 lora_paths=[a.path for a in adapters],
             )

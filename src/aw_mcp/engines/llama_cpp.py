@@ -38,6 +38,7 @@ from aw_mcp.engines.constraints import (
     llguidance_available,
 )
 from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
+from aw_mcp.engines.requantize import QuantType, requantized
 from aw_mcp.engines.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,10 @@ class LlamaCppOptions(LocalEngineOptions):
     # Off by default for now: on the 2-core build machine it did not raise total throughput
     # yet (docs/throughput.md); set 8-16 to try it.
     batch_slots: int = 1
+    # Serve a re-quantized copy of the model (converted once into ``requantize_folder``,
+    # default ~/.cache/aw-mcp/models): q8_0 runs faster on CPUs (requantize.py).
+    requantize: QuantType | None = None
+    requantize_folder: Path | None = None
 
 
 class LlamaCppEngine(LocalEngine):
@@ -142,6 +147,8 @@ class LlamaCppEngine(LocalEngine):
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")
         started = time.perf_counter()
+        if self.options.requantize:
+            path = requantized(path, self.options.requantize, self.options.requantize_folder)
         threads = self.options.n_threads or default_inference_threads()
         batched = self.options.batch_slots > 1
         try:
