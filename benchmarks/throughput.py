@@ -153,7 +153,8 @@ async def http_episode(url: str, episode: str, steps: int, first: int = 0) -> No
 
 async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> list[Row]:
     rows = []
-    for slots in (BATCH_SLOTS, 1):
+    # One sequence per episode: with fewer, the episodes beyond them swap through snapshots.
+    for slots in (episodes, 1):
         eng = engine(threads, batch_slots=slots)
         simulator = build_simulator(SERVING.settings(domain), engine=eng)
         async with serving_http(build_server(simulator, owns_engine=True), free_port()) as url:
@@ -437,6 +438,9 @@ async def main() -> None:
     parser.add_argument(
         "--no-lora", action="store_true", help="the plain model, not the bundled adapter"
     )
+    parser.add_argument(
+        "--only-concurrency", action="store_true", help="row 1 alone (it takes ~1 minute)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
@@ -445,6 +449,8 @@ async def main() -> None:
         SERVING = Serving.default(domain, args.no_lora)
         rows = await concurrency(domain, args.threads, args.episodes, args.steps)
         print_table(rows, time.perf_counter() - started, args.threads, args.max_tokens)
+        if args.only_concurrency:
+            return
         history_rows, long_request = await history(domain, args.threads, args.history)
         rows += history_rows
         rows += await overhead_and_cold_start(domain, args.threads, args.trials, args.idle)

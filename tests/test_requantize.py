@@ -22,10 +22,11 @@ def _file_type(path) -> int:
     return int(field.parts[field.data[0]][0])
 
 
-def test_the_model_is_converted_once_and_reused(tmp_path):
+def test_the_model_is_converted_once_and_reused(tmp_path, capfd):
     source = embedded_model_path()
     assert _file_type(source) != Q8_0  # the embedded file is Q4_1
     converted = requantized(source, "q8_0", tmp_path)
+    assert "converting to q8_0" not in capfd.readouterr().err  # not a line per tensor
     assert _file_type(converted) == Q8_0 and converted.parent == tmp_path
     assert [p.name for p in tmp_path.iterdir()] == [converted.name]  # no partial file left
     made = converted.stat().st_mtime_ns

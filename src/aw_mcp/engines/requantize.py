@@ -54,9 +54,15 @@ def requantized(source: Path, kind: QuantType, folder: Path | None = None) -> Pa
     params.ftype = getattr(llama_cpp, _FTYPES[kind])
     params.allow_requantize = True  # the source is quantized already
     started = time.perf_counter()
-    code = llama_cpp.llama_model_quantize(
-        str(source).encode(), str(partial).encode(), ctypes.byref(params)
-    )
+    llama_log = logging.getLogger("llama-cpp-python")  # llama-cpp-python's log of llama.cpp
+    level = llama_log.level
+    llama_log.setLevel(logging.ERROR)  # the quantizer prints a line per tensor otherwise
+    try:
+        code = llama_cpp.llama_model_quantize(
+            str(source).encode(), str(partial).encode(), ctypes.byref(params)
+        )
+    finally:
+        llama_log.setLevel(level)
     if code != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         raise EngineError(f"llama.cpp could not re-quantize {source} to {kind} (code {code})")
