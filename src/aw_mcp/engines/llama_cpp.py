@@ -112,8 +112,9 @@ class LlamaCppOptions(LocalEngineOptions):
     lora_scale: float = 1.0
     # Episodes decoded together (one llama_decode over several sequences). Their KV shares
     # one unified cache of n_ctx cells; an idle episode's sequence is saved out when needed.
-    # Off by default for now: on the 2-core build machine it did not raise total throughput
-    # yet (docs/throughput.md); set 8-16 to try it.
+    # Off by default for now: on the 2-core build machine 16 episodes gain 1.27x in total,
+    # bounded by llama.cpp's CPU decode step (docs/throughput.md); set it to the number of
+    # concurrent episodes to use it.
     batch_slots: int = 1
     # Serve a re-quantized copy of the model (converted once into ``requantize_folder``,
     # default ~/.cache/aw-mcp/models): q8_0 runs faster on CPUs (requantize.py).
