@@ -53,6 +53,7 @@ from aw_mcp.runtime import (  # noqa: E402
 )
 from aw_mcp.server.app import build_server  # noqa: E402
 from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY  # noqa: E402
+from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
 
 MAX_TOKENS = 24  # --max-tokens; 0 keeps the domain's own (256)
 COMMANDS = [
@@ -255,7 +256,7 @@ async def switching(threads: int, request: GenerationRequest) -> Row:
 
 
 def serve_params(
-    domain: Path, threads: int, snapshot_mb: int | None = None
+    domain: Path, threads: int, snapshot_mb: int | None = None, record_dir: Path | None = None
 ) -> StdioServerParameters:
     env = {
         **os.environ,
@@ -270,6 +271,8 @@ def serve_params(
         env["AW_MCP_NO_LORA"] = "1"
     if snapshot_mb is not None:
         env["AW_MCP_KV_SNAPSHOT_MB"] = str(snapshot_mb)
+    if record_dir is not None:
+        env["AW_MCP_RECORD_DIR"] = str(record_dir)
     return StdioServerParameters(
         command=sys.executable, args=["-m", "aw_mcp", "serve", "--simulator", str(domain)], env=env
     )
@@ -303,35 +306,37 @@ def child_peak_rss_mb() -> float:
 
 
 async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle: int) -> list[Row]:
-    direct = engine(threads)
-    recorder = RecordingEngine(direct)
-    simulator = build_simulator(SERVING.settings(domain), engine=recorder)
-    await direct.start()
-    mcp_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
-    direct_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
+    """Row 3 compares each call as the client saw it with the same call's generation inside
+    the server (the engine's own time, from the server's record of that call): the same
+    prompt, the same engine, the same KV state, so the difference is the MCP path alone.
+    (Sending the prompt to a second engine in this process instead compared two model
+    copies in two processes: their states and timings differ by more than the server does.)"""
+    client_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
+    engine_s: dict[str, list[float]] = {"stdio": [], "HTTP": []}
 
-    async def compare(label: str, client: Client, i: int) -> None:
-        # A new episode's first call, then the same prompt straight to an engine as a new
-        # episode: both copy the domain's shared prefix and evaluate the rest.
-        args = {"command": f"ls /srv/{label}/{i}"}
-        meta = {EPISODE_META_KEY: f"{label}-{i}"}
-        mcp_s[label].append(await timed(lambda: client.call_tool("run_command", args, meta=meta)))
-        await simulator.call(f"rec-{label}-{i}", simulator.catalogue.get("run_command"), args)
-        request = recorder.requests[-1].model_copy(update={"cache_key": f"d-{label}-{i}"})
-        direct_s[label].append(await timed(lambda: direct.generate(request)))
+    async def calls(label: str, client: Client) -> None:
+        for i in range(trials):  # a new episode's first call: shared prefix + its own tokens
+            args = {"command": f"ls /srv/{label}/{i}"}
+            meta = {EPISODE_META_KEY: f"{label}-{i}"}
+            began = time.perf_counter()
+            await client.call_tool("run_command", args, meta=meta)
+            client_s[label].append(time.perf_counter() - began)
 
     rows = []
     started = time.perf_counter()
-    async with Client(serve_params(domain, threads)) as client:
-        await client.list_tools()
-        to_list = time.perf_counter() - started
-        await client.call_tool("run_command", {"command": "pwd"})
-        to_observation = time.perf_counter() - started
-        await simulator.call("warm", simulator.catalogue.get("run_command"), {"command": "pwd"})
+    with tempfile.TemporaryDirectory() as records:
+        async with Client(serve_params(domain, threads, record_dir=Path(records))) as client:
+            await client.list_tools()
+            to_list = time.perf_counter() - started
+            await client.call_tool("run_command", {"command": "pwd"})
+            to_observation = time.perf_counter() - started
+            await calls("stdio", client)
+            peak = await idle_episodes(client, idle)
+        served = {e.episode: e for e in load_record_dir(Path(records))}
         for i in range(trials):
-            await compare("stdio", client, i)
-
-        peak = await idle_episodes(client, idle)
+            stats = served[f"stdio-{i}"].records[-1].stats
+            assert stats is not None
+            engine_s["stdio"].append(stats.seconds)
     # The same with no KV snapshots kept (an idle episode's next call re-evaluates its own
     # tokens): what the snapshot budget costs.
     async with Client(serve_params(domain, threads, snapshot_mb=0)) as client:
@@ -340,19 +345,21 @@ async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle:
     http_server = build_server(http_sim, owns_engine=True)
     async with serving_http(http_server, free_port()) as url, Client(url) as client:
         await client.call_tool("run_command", {"command": "pwd"})
+        await calls("HTTP", client)
         for i in range(trials):
-            await compare("HTTP", client, i)
-    await direct.aclose()
+            stats = http_sim.episodes.get(f"HTTP-{i}", "terminal").records[-1].stats
+            assert stats is not None
+            engine_s["HTTP"].append(stats.seconds)
     for label in ("stdio", "HTTP"):
-        ratio = statistics.median(mcp_s[label]) / statistics.median(direct_s[label])
+        ratio = statistics.median(client_s[label]) / statistics.median(engine_s[label])
         rows.append(
             Row(
                 f"3. MCP call / engine call ({label})",
                 f"{ratio:.3f}x",
                 "<= 1.05x",
                 ratio <= 1.05,
-                f"median {statistics.median(mcp_s[label]):.3f} vs "
-                f"{statistics.median(direct_s[label]):.3f} s, {trials} calls",
+                f"median {statistics.median(client_s[label]):.3f} vs "
+                f"{statistics.median(engine_s[label]):.3f} s, {trials} calls",
             )
         )
     rows += [
