@@ -1125,12 +1125,17 @@ def templates_for(split: Split) -> list[Template]:
     return [t for t in TEMPLATES if t.split == split]
 
 
+def template_of(split: Split, episode: int) -> Template:
+    """Episode ``episode``'s template: the split's templates in turn, each equally often."""
+    choices = templates_for(split)
+    return choices[episode % len(choices)]
+
+
 def episode_script(split: Split, seed: int, episode: int) -> tuple[Template, list[str]]:
     """The template and commands of one episode: the same (split, seed, episode), the same
     commands, whatever else is generated."""
     rng = random.Random(f"terminal:{split}:{seed}:{episode}")
-    choices = templates_for(split)
-    template = choices[episode % len(choices)]  # every template equally often
+    template = template_of(split, episode)
     commands = template.build(rng)[:MAX_COMMANDS]
     if len(commands) < MIN_COMMANDS:  # a template bug, not a case to paper over
         raise AssertionError(f"template {template.name} gave {len(commands)} commands")
@@ -1143,7 +1148,6 @@ def world_fault_script(
     """A world-fault episode: a template's first ``at - 1`` commands, then 4-6 commands of
     ``AFTER_FAULT`` (the condition holds from command ``at`` on)."""
     rng = random.Random(f"terminal-world-fault:{split}:{seed}:{episode}")
-    choices = templates_for(split)
-    template = choices[episode % len(choices)]
+    template = template_of(split, episode)
     before = template.build(rng)[: at - 1]
     return template, before + rng.sample(AFTER_FAULT[split], rng.randint(4, 6))
