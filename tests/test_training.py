@@ -119,6 +119,13 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     again.load_weights(out / CHECKPOINT)
     warm_loss = validation_loss(warm, examples, prefix, settings.batch_tokens)
     assert warm_loss == pytest.approx(summary["val_loss"], abs=1e-3)
+    # --resume: the same run's weights, optimizer and step; another seed is refused.
+    resumed = Trainer(warm, examples, examples, prefix, settings, out, meta)
+    resumed.load_checkpoint()
+    assert resumed.step == 3
+    other_seed = settings.model_copy(update={"seed": 1})
+    with pytest.raises(ValueError, match="--seed 0"):
+        Trainer(warm, examples, examples, prefix, other_seed, out, meta).load_checkpoint()
     other_rank = settings.model_copy(update={"rank": 4})
     with pytest.raises(ValueError, match="--rank 8"):
         Trainer(warm, examples, examples, prefix, other_rank, tmp_path / "x", meta).load_weights(

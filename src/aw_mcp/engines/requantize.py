@@ -2,8 +2,8 @@
 
 Why: the embedded SmolLM2 file is Q4_1, which llama.cpp's CPU backend multiplies with its
 generic kernels; Q8_0 has fast matrix kernels on x86. Measured on the 2-core build machine
-(benchmarks/batch_decode.py, one thread): prompt evaluation ~2x faster, one-sequence decoding
-~1.25x, for ~50 MB more memory. Q8_0 holds Q4_1's values almost exactly (8 bits per weight
+(benchmarks/batch_decode.py, one thread, quiet): prompt evaluation 1.8x faster, one-sequence
+decoding 1.22x, for ~50 MB more memory. Q8_0 holds Q4_1's values almost exactly (8 bits per weight
 against Q4_1's 16 levels per block), so the model's answers barely change.
 
 The converted file is named after the source's path, size and modification time, so a changed

@@ -163,14 +163,13 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
         reference = sample.reference()
         conditions = sample.extra.get("conditions")
         messages = condition_messages(conditions) if isinstance(conditions, list) else []
-        if messages:
-            for system, output in system_outputs(sample).items():
-                under_condition[system].add(output, reference, messages)
         groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
         for group in groups:
             group.n += 1
             group.errors += bool(sample.extra.get("error"))
         for system, output in system_outputs(sample).items():
+            if messages:
+                under_condition[system].add(output, reference, messages)
             metrics = measure(output, reference)
             judged = verdicts.get(system, {})
             for group in groups:

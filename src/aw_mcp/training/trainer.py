@@ -284,37 +284,37 @@ class Trainer:
 
     def load_weights(self, checkpoint: Path) -> None:
         """Start from the LoRA weights of another run's checkpoint (not its optimizer or step)."""
-        import torch
-
-        if not checkpoint.is_file():
-            raise FileNotFoundError(f"--init-from: no checkpoint at {checkpoint}")
-        state = torch.load(checkpoint, weights_only=False)
-        saved = TrainSettings.model_validate(state["settings"])
-        if (saved.rank, saved.alpha) != (self.settings.rank, self.settings.alpha):
-            raise ValueError(
-                f"--init-from {checkpoint} was trained with --rank {saved.rank} --alpha "
-                f"{saved.alpha}; this run has --rank {self.settings.rank} --alpha "
-                f"{self.settings.alpha}"
-            )
-        load_lora_state(self.loaded, state["lora"])
+        state = self._read_checkpoint(checkpoint, "--init-from", ("rank", "alpha"))
         log.info("starting from the LoRA weights of %s (its step %d)", checkpoint, state["step"])
 
     def load_checkpoint(self) -> None:
         import torch
 
         path = self.out_dir / CHECKPOINT
-        if not path.is_file():
-            raise FileNotFoundError(f"--resume: no checkpoint at {path}")
-        state = torch.load(path, weights_only=False)
-        saved = TrainSettings.model_validate(state["settings"])
-        if (saved.rank, saved.alpha, saved.seed) != (
-            self.settings.rank,
-            self.settings.alpha,
-            self.settings.seed,
-        ):
-            raise ValueError("--resume needs the same --rank, --alpha and --seed as the checkpoint")
-        load_lora_state(self.loaded, state["lora"])
+        state = self._read_checkpoint(path, "--resume", ("rank", "alpha", "seed"))
         self.optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
         self.step = state["step"]
         log.info("resumed from %s at step %d", path, self.step)
+
+    def _read_checkpoint(self, path: Path, flag: str, same: tuple[str, ...]) -> dict[str, Any]:
+        """Load ``path``'s LoRA weights into the model, once its ``same`` settings are this
+        run's; the whole checkpoint is returned."""
+        import torch
+
+        if not path.is_file():
+            raise FileNotFoundError(f"{flag}: no checkpoint at {path}")
+        state = torch.load(path, weights_only=False)
+        saved = TrainSettings.model_validate(state["settings"])
+        theirs = {name: getattr(saved, name) for name in same}
+        ours = {name: getattr(self.settings, name) for name in same}
+        if theirs != ours:
+
+            def flags(values: dict[str, Any]) -> str:
+                return " ".join(f"--{name} {value}" for name, value in values.items())
+
+            raise ValueError(
+                f"{flag} {path} was trained with {flags(theirs)}; this run has {flags(ours)}"
+            )
+        load_lora_state(self.loaded, state["lora"])
+        return state
