@@ -214,3 +214,24 @@ def test_world_fault_episodes_run_under_the_real_condition_and_carry_its_text(
 def test_world_fault_needs_a_condition_the_sandbox_can_make_real():
     with pytest.raises(ValueError, match="sandbox-disk-full"):
         world_fault("disk-full")  # a bundled scenario, but nothing here makes it real
+
+
+def test_disk_full_condition_text_states_the_sandbox_disk_that_the_recordings_show():
+    # The size is written twice, in code (the tmpfs the sandbox mounts) and in the scenario's
+    # condition text (what the model is told); the committed recordings' df lines are what
+    # real df printed for that disk. All three must agree.
+    fault = world_fault("sandbox-disk-full")
+    assert fault.real.disk_bytes is not None
+    size = f"{fault.real.disk_bytes / 2**20:.1f}M"  # as df -h prints a size in MiB
+    assert f"tmpfs, {size}" in fault.condition
+    records = Path(__file__).resolve().parents[1] / "trajectories/terminal/world-faults/train"
+    df_lines = [
+        line
+        for episode in load_record_dir(records)
+        if "disk-full" in episode.episode
+        for r in episode.records
+        if r.arguments.get("command", "").startswith("df ")
+        for line in r.observation.splitlines()
+        if line.startswith("tmpfs")
+    ]
+    assert df_lines and all(line.split()[1] == size for line in df_lines)  # the Size column

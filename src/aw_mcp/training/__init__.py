@@ -97,7 +97,13 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         n_kv_head=loaded.n_kv_head,
     )
     trainer = Trainer(loaded, train, validation, prefix, settings, job.out_dir, meta)
-    if job.init_from and not job.resume:  # a resumed run has its own weights already
+    if job.init_from and job.resume:
+        # Kept on the command line of a resumed run: its checkpoint already holds weights
+        # that started from there, so loading them again would undo its training.
+        log.warning(
+            "--init-from %s is not used: --resume continues OUT's checkpoint", job.init_from
+        )
+    elif job.init_from:
         trainer.load_weights(job.init_from)
     summary = trainer.run(resume=job.resume)
     return {
