@@ -78,7 +78,7 @@ async def run(config: Config, episodes: int, steps: int, max_tokens: int) -> dic
     engine = make_engine(config, n_ctx=4096)
     await engine.start()
     simulator = WorldSimulator(catalogue=Catalogue([domain]), engine=engine)
-    served = simulator.catalogue.get("run_command")
+    served = simulator.catalogue["run_command"]
     latencies: list[float] = []
 
     async def episode(i: int) -> None:

@@ -34,7 +34,7 @@ async def run(episodes: int, steps: int, limit: int) -> dict[str, float]:
         episodes=EpisodeStore(limit=limit),
         faults=faults,
     )
-    tool = simulator.catalogue.get("run_command")
+    tool = simulator.catalogue["run_command"]
     started = time.perf_counter()
     for i in range(episodes):
         for step in range(steps):

@@ -32,13 +32,13 @@ def gpu_present() -> tuple[bool, str]:
     try:
         import torch
     except ImportError:
-        torch = None
-    if torch is not None and torch.cuda.is_available():
+        if shutil.which("nvidia-smi") is None:
+            return False, "no NVIDIA driver (nvidia-smi not found)"
+        return True, "nvidia-smi found (torch not installed: transformers part skipped)"
+    if torch.cuda.is_available():
         return True, torch.cuda.get_device_name(0)
     if shutil.which("nvidia-smi") is None:
         return False, "no NVIDIA driver (nvidia-smi not found)"
-    if torch is None:
-        return True, "nvidia-smi found (torch not installed: transformers part skipped)"
     return False, f"nvidia-smi found but torch {torch.__version__} sees no CUDA device"
 
 

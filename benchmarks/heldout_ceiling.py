@@ -37,6 +37,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src")]
@@ -156,14 +157,17 @@ def predicted_exact(predictions: Path, calls: list[Call]) -> Counter[str]:
 def probe(model: Path, calls: list[Call], threads: int) -> tuple[int, int, list[str]]:
     """Exact answers of ``model`` continuing each call's real history as a transcript."""
     import llama_cpp
+    from llama_cpp.llama_types import CreateCompletionResponse
 
     llm = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_threads=threads, verbose=False)
-    exact, examples = 0, []
+    exact, examples = 0, list[str]()
     for call in calls:
         transcript = "".join(f"$ {c}\n" + (f"{b}\n" if b else "") for c, b in call.history)
         prompt = f"{transcript}$ {call.command}\n"
-        out = llm(prompt, max_tokens=96, temperature=0.0, stop=["\n$ ", "$ "])
-        text = out["choices"][0]["text"].strip()
+        out = llm.create_completion(
+            prompt, max_tokens=96, temperature=0.0, stop=["\n$ ", "$ "], stream=False
+        )
+        text = cast(CreateCompletionResponse, out)["choices"][0]["text"].strip()
         exact += text == call.body
         if len(examples) < 4:
             examples.append(f"  $ {call.command}\n    real: {call.body!r}\n    base: {text!r}")
@@ -208,8 +212,8 @@ def main() -> None:
 
         asked = [call for call in calls if call.kind == "unseen command"]
         for model in [embedded_model_path(), *args.model]:
-            exact, n, examples = probe(model, asked, args.threads)
-            print(f"\n{model.name}: {exact}/{n} exact on 'unseen command' calls")
+            right, n, examples = probe(model, asked, args.threads)
+            print(f"\n{model.name}: {right}/{n} exact on 'unseen command' calls")
             print("\n".join(examples))
 
 

@@ -30,6 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import anyio
 import httpx2
@@ -39,6 +40,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "benchmarks")]
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.types import RequestParamsMeta, TextContent  # noqa: E402
 from structured_output import load_tools  # noqa: E402
 from tests.engine_support import RecordingEngine, free_port, serving_http  # noqa: E402
 
@@ -109,7 +111,8 @@ class Serving:
         return cls([a.path for a in adapters], serving_profile(settings, adapters))
 
     def settings(self, domain: Path) -> ServeSettings:
-        return ServeSettings(simulator=[str(domain)], profile=self.profile)
+        # validated: the profile may come from an adapter's metadata
+        return ServeSettings.model_validate({"simulator": [str(domain)], "profile": self.profile})
 
     def describe(self) -> str:
         adapter = ", ".join(p.name for p in self.lora) or "no adapter"
@@ -140,6 +143,11 @@ async def timed(call: Callable[[], Awaitable[object]]) -> float:
     return time.perf_counter() - started
 
 
+def episode_meta(episode: str) -> RequestParamsMeta:
+    """A tools/call's ``_meta`` naming its episode (the server's stdio episode identity)."""
+    return cast(RequestParamsMeta, {EPISODE_META_KEY: episode})
+
+
 # -- 1. concurrency over Streamable HTTP -----------------------------------------------------
 
 
@@ -149,7 +157,8 @@ async def http_episode(url: str, episode: str, steps: int, first: int = 0) -> No
         for step in range(steps):
             result = await client.call_tool("run_command", {"command": command(first, step)})
             if result.is_error:
-                raise RuntimeError(result.content[0].text)
+                text = [c.text for c in result.content if isinstance(c, TextContent)]
+                raise RuntimeError("\n".join(text))
 
 
 async def concurrency(domain: Path, threads: int, episodes: int, steps: int) -> list[Row]:
@@ -192,14 +201,16 @@ async def history(domain: Path, threads: int, steps: int) -> tuple[list[Row], Ge
     eng = engine(threads)
     recorder = RecordingEngine(eng)
     simulator = build_simulator(SERVING.settings(domain), engine=recorder)
-    tool = simulator.catalogue.get("run_command")
+    tool = simulator.catalogue["run_command"]
     await eng.start()
     await simulator.call("warm", tool, {"command": "true"})
     for step in range(steps):
         await simulator.call("long", tool, {"command": command(0, step)})
     records = simulator.episodes.get("long", "terminal").records
+    first_stats, last_stats = records[0].stats, records[-1].stats
+    assert first_stats and last_stats, "model calls carry their generation stats"
     first, last = recorder.requests[1], recorder.requests[-1]
-    on = records[-1].stats.seconds / records[0].stats.seconds
+    on = last_stats.seconds / first_stats.seconds
     # Reuse off: the same two prompts, every KV state dropped before each (a stateless server).
     cold: dict[str, list[float]] = {"first": [], "last": []}
     for name, request in (("first", first), ("last", last)):
@@ -213,9 +224,9 @@ async def history(domain: Path, threads: int, steps: int) -> tuple[list[Row], Ge
             f"{on:.2f}x",
             "<= 1.5x",
             on <= 1.5,
-            f"{records[0].stats.seconds:.2f} -> {records[-1].stats.seconds:.2f} s; "
-            f"{records[-1].stats.evaluated_prompt_tokens} of "
-            f"{records[-1].stats.prompt_tokens} prompt tokens evaluated",
+            f"{first_stats.seconds:.2f} -> {last_stats.seconds:.2f} s; "
+            f"{last_stats.evaluated_prompt_tokens} of "
+            f"{last_stats.prompt_tokens} prompt tokens evaluated",
         ),
         Row(
             f"2. step {steps} / step 1, KV reuse off",
@@ -282,7 +293,7 @@ async def idle_episodes(client: Client, idle: int) -> float:
     """Peak RSS (MB) of the stdio server after ``idle`` episodes made one call each."""
 
     async def one(i: int) -> None:
-        meta = {EPISODE_META_KEY: f"idle-{i}"}
+        meta = episode_meta(f"idle-{i}")
         await client.call_tool("run_command", {"command": f"echo {i}"}, meta=meta)
 
     async with anyio.create_task_group() as tg:
@@ -317,7 +328,7 @@ async def overhead_and_cold_start(domain: Path, threads: int, trials: int, idle:
     async def calls(label: str, client: Client) -> None:
         for i in range(trials):  # a new episode's first call: shared prefix + its own tokens
             args = {"command": f"ls /srv/{label}/{i}"}
-            meta = {EPISODE_META_KEY: f"{label}-{i}"}
+            meta = episode_meta(f"{label}-{i}")
             began = time.perf_counter()
             await client.call_tool("run_command", args, meta=meta)
             client_s[label].append(time.perf_counter() - began)

@@ -39,7 +39,7 @@ async def run(with_fault: bool, engine: LlamaCppEngine, max_tokens: int) -> list
     domain.generation.max_tokens = max_tokens
     faults = ScenarioFaultLayer([load_scenario("disk-full")]) if with_fault else NoFaults()
     simulator = WorldSimulator(Catalogue([domain]), engine, faults=faults)
-    served = simulator.catalogue.get("run_command")
+    served = simulator.catalogue["run_command"]
     episode = f"bench-{with_fault}"
     out = []
     for command in COMMANDS:

@@ -157,3 +157,12 @@ async def test_ids_that_read_the_same_never_share_a_record_file(tmp_path):
         owners[record["episode"]] = path.name
         assert path.name == record_file_name(record["episode"])
     assert sorted(owners) == sorted(ids)  # every record kept its exact id
+
+
+def test_catalogue_lookup_of_a_tool_that_must_be_served_names_the_served_ones():
+    catalogue = Catalogue([load_domain(str(TINY_DOMAIN))])
+    name = catalogue.names()[0]
+    assert catalogue[name] is catalogue.get(name)
+    assert catalogue.get("no_such_tool") is None
+    with pytest.raises(KeyError, match=f"no tool 'no_such_tool' is served; served: {name}"):
+        catalogue["no_such_tool"]

@@ -49,5 +49,11 @@ class Catalogue:
     def get(self, public_name: str) -> ServedTool | None:
         return self._tools.get(public_name)
 
+    def __getitem__(self, public_name: str) -> ServedTool:
+        """A tool that must be served (scripts and benchmarks; the server uses ``get``)."""
+        if public_name not in self._tools:
+            raise KeyError(f"no tool {public_name!r} is served; served: {', '.join(self._tools)}")
+        return self._tools[public_name]
+
     def names(self) -> list[str]:
         return list(self._tools)
