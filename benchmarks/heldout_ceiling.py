@@ -55,7 +55,7 @@ class Call:
     episode: str
     index: int
     command: str
-    body: str  # the real output without its exit-code line
+    body: str  # the real output before its exit-code line
     exit_code: int
     history: list[tuple[str, str]]  # earlier (command, body) of the episode
     kind: str = "reachable"
@@ -100,10 +100,10 @@ def load(records: Path) -> list[Call]:
             match = EXIT_LINE.search(observation)
             body = observation[: match.start()] if match else observation
             code = int(match.group(1)) if match else 0
-            calls.append(
-                Call(row["episode"], row["index"], command, body.strip(), code, list(history))
-            )
-            history.append((command, body.strip()))
+            # Blank lines are output too (exact answers keep them), so only a call that
+            # printed nothing at all has an empty body.
+            calls.append(Call(row["episode"], row["index"], command, body, code, list(history)))
+            history.append((command, body))
     return calls
 
 
@@ -162,15 +162,19 @@ def probe(model: Path, calls: list[Call], threads: int) -> tuple[int, int, list[
     llm = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_threads=threads, verbose=False)
     exact, examples = 0, list[str]()
     for call in calls:
-        transcript = "".join(f"$ {c}\n" + (f"{b}\n" if b else "") for c, b in call.history)
+        transcript = "".join(
+            f"$ {c}\n" + (f"{b.strip()}\n" if b.strip() else "") for c, b in call.history
+        )
         prompt = f"{transcript}$ {call.command}\n"
         out = llm.create_completion(
             prompt, max_tokens=96, temperature=0.0, stop=["\n$ ", "$ "], stream=False
         )
         text = cast(CreateCompletionResponse, out)["choices"][0]["text"].strip()
-        exact += text == call.body
+        exact += text == call.body.strip()
         if len(examples) < 4:
-            examples.append(f"  $ {call.command}\n    real: {call.body!r}\n    base: {text!r}")
+            examples.append(
+                f"  $ {call.command}\n    real: {call.body.strip()!r}\n    base: {text!r}"
+            )
     return exact, len(calls), examples
 
 
