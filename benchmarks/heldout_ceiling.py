@@ -173,7 +173,7 @@ def probe(model: Path, calls: list[Call], threads: int) -> tuple[int, int, list[
         exact += text == call.body.strip()
         if len(examples) < 4:
             examples.append(
-                f"  $ {call.command}\n    real: {call.body.strip()!r}\n    base: {text!r}"
+                f"  $ {call.command}\n    real: {call.body.strip()!r}\n    base: {text[:100]!r}"
             )
     return exact, len(calls), examples
 
