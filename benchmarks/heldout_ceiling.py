@@ -50,6 +50,16 @@ STAGE_BREAKS = {"|", "&&", "||", ";", "&"}
 REDIRECTS = {">", ">>"}
 
 
+KINDS = (
+    "unseen command",
+    "reads its output",
+    "unseen identifiers",
+    "unseen command's error",
+    "reachable",
+)
+REACHABLE = ("unseen command's error", "reachable")
+
+
 @dataclass
 class Call:
     episode: str
@@ -122,22 +132,12 @@ def classify(calls: list[Call]) -> None:
             continue
         if unseen:
             call.kind = "unseen command" if call.exit_code == 0 else "unseen command's error"
-        elif not unseen and tainted & set(tokens):
+        elif tainted & set(tokens):
             call.kind = "reads its output"
         elif any(h not in earlier for h in HEX_ID.findall(call.body)):
             call.kind = "unseen identifiers"
         if call.kind in REACHABLE:
             known[call.episode].append(call.body)
-
-
-KINDS = (
-    "unseen command",
-    "reads its output",
-    "unseen identifiers",
-    "unseen command's error",
-    "reachable",
-)
-REACHABLE = ("unseen command's error", "reachable")
 
 
 def predicted_exact(predictions: Path, calls: list[Call]) -> Counter[str]:
