@@ -9,8 +9,8 @@ training, so whatever a trained model knows of them it must bring from pretraini
 script counts, from the recorded real episodes alone (no model), the calls whose real output
 cannot be known without that knowledge:
 
-- **unseen command**: a pipeline stage (after ``|``, ``&&``, ``||``, ``;`` or at the start)
-  runs a held-out command and the call prints something other than an error;
+- **unseen command**: a stage of the command line (``command_stages``: split at ``|``,
+  ``&&``, ``;`` ...) runs a held-out command and the call prints something other than an error;
 - **reads its output**: the call names a file that an unseen command's redirection wrote;
 - **unseen identifiers**: the output shows a hexadecimal id (a git hash) that no earlier
   command shows, nor any earlier output a simulator could know (closed loop, the model sees
@@ -32,7 +32,6 @@ import argparse
 import itertools
 import json
 import re
-import shlex
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -42,11 +41,17 @@ from typing import cast
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src")]
 
+from aw_mcp.evaluation.metrics import (  # noqa: E402
+    command_stages,
+    command_words,
+    exact_match,
+    exit_code,
+    stage_program,
+)
 from aw_mcp.trajectories.terminal_scripts import HELDOUT_FAMILIES  # noqa: E402
 
-EXIT_LINE = re.compile(r"\n?\[exit code: (-?\d+)\]\s*$")
+EXIT_LINE = "[exit code: "
 HEX_ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
-STAGE_BREAKS = {"|", "&&", "||", ";", "&"}
 REDIRECTS = {">", ">>"}
 
 
@@ -75,26 +80,6 @@ class Call:
         return f"{self.episode}#{self.index}"
 
 
-def words(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # an unbalanced quote: fall back to plain words
-        return command.split()
-
-
-def stage_commands(tokens: list[str]) -> set[str]:
-    firsts, at_start = set(), True
-    for token in tokens:
-        if token in STAGE_BREAKS:
-            at_start = True
-        elif at_start:
-            firsts.add(token)
-            at_start = False
-    return firsts
-
-
 def redirect_targets(tokens: list[str]) -> set[str]:
     return {b for a, b in itertools.pairwise(tokens) if a in REDIRECTS}
 
@@ -107,12 +92,14 @@ def load(records: Path) -> list[Call]:
             row = json.loads(line)
             command = row["arguments"].get("command", json.dumps(row["arguments"]))
             observation = row["observation"]
-            match = EXIT_LINE.search(observation)
-            body = observation[: match.start()] if match else observation
-            code = int(match.group(1)) if match else 0
+            code = exit_code(observation)
+            body = observation[: observation.rfind(EXIT_LINE)] if code is not None else observation
+            body = body.removesuffix("\n")
             # Blank lines are output too (exact answers keep them), so only a call that
             # printed nothing at all has an empty body.
-            calls.append(Call(row["episode"], row["index"], command, body, code, list(history)))
+            calls.append(
+                Call(row["episode"], row["index"], command, body, code or 0, list(history))
+            )
             history.append((command, body))
     return calls
 
@@ -122,8 +109,9 @@ def classify(calls: list[Call]) -> None:
     known: dict[str, list[str]] = {}  # per episode: commands and outputs a simulator can know
     for call in calls:
         tainted = written_by_unseen.setdefault(call.episode, set())
-        tokens = words(call.command)
-        unseen = bool(stage_commands(tokens) & HELDOUT_FAMILIES)
+        tokens = command_words(call.command)
+        programs = {stage_program(stage) for stage in command_stages(tokens)}
+        unseen = bool(programs & HELDOUT_FAMILIES)
         if unseen:
             tainted |= redirect_targets(tokens)
         earlier = " ".join(known.setdefault(call.episode, [])) + " " + call.command
@@ -143,8 +131,6 @@ def classify(calls: list[Call]) -> None:
 def predicted_exact(predictions: Path, calls: list[Call]) -> Counter[str]:
     """Exact predictions per kind (exact as ``eval score`` counts it: trailing spaces and
     blank end lines aside)."""
-    from aw_mcp.evaluation.metrics import exact_match
-
     kind_of = {call.key: call.kind for call in calls}
     exact: Counter[str] = Counter()
     for line in predictions.read_text(encoding="utf-8").splitlines():

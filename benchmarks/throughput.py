@@ -30,7 +30,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import anyio
 import httpx2
@@ -40,7 +39,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "benchmarks")]
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.types import RequestParamsMeta, TextContent  # noqa: E402
+from mcp.types import TextContent  # noqa: E402
 from structured_output import load_tools  # noqa: E402
 from tests.engine_support import RecordingEngine, free_port, serving_http  # noqa: E402
 
@@ -54,7 +53,7 @@ from aw_mcp.runtime import (  # noqa: E402
     serving_profile,
 )
 from aw_mcp.server.app import build_server  # noqa: E402
-from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY  # noqa: E402
+from aw_mcp.server.episode_identity import EPISODE_HEADER, episode_meta  # noqa: E402
 from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
 
 MAX_TOKENS = 24  # --max-tokens; 0 keeps the domain's own (256)
@@ -141,11 +140,6 @@ async def timed(call: Callable[[], Awaitable[object]]) -> float:
     started = time.perf_counter()
     await call()
     return time.perf_counter() - started
-
-
-def episode_meta(episode: str) -> RequestParamsMeta:
-    """A tools/call's ``_meta`` naming its episode (the server's stdio episode identity)."""
-    return cast(RequestParamsMeta, {EPISODE_META_KEY: episode})
 
 
 # -- 1. concurrency over Streamable HTTP -----------------------------------------------------

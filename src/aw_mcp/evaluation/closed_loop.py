@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from mcp import Client, MCPError
-from mcp.types import CallToolResult, RequestParamsMeta, TextContent
+from mcp.types import CallToolResult, TextContent
 
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.domain.models import ToolCall
@@ -25,7 +25,7 @@ from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
 from aw_mcp.evaluation.runner import run_bounded
 from aw_mcp.evaluation.samples import family_of, sample_key
 from aw_mcp.server.app import build_server
-from aw_mcp.server.episode_identity import EPISODE_META_KEY
+from aw_mcp.server.episode_identity import episode_meta
 from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.export import bench_sample
 from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
@@ -138,7 +138,7 @@ class ClosedLoop:
                 result = await client.call_tool(
                     record.tool,
                     record.arguments,
-                    meta=cast(RequestParamsMeta, {EPISODE_META_KEY: episode_id}),
+                    meta=episode_meta(episode_id),
                 )
                 texts.append(result_text(result))
             except MCPError:  # a fault scenario's JSON-RPC error: no observation

@@ -100,30 +100,32 @@ def measure(prediction: str, reference: str) -> SampleMetrics:
     )
 
 
-def command_family(command: str) -> str:
-    """The program a command line runs: its first word, after leading steps that only prepare
-    the shell (``cd DIR &&``, ``export X=1;``, ``source venv/bin/activate &&``), ``VAR=value``
-    assignments and wrappers such as ``sudo``/``env``; a path gives its last part
-    (``/usr/bin/ls`` -> ``ls``). ``cd`` alone is ``cd``; an empty line is ``(empty)``."""
+def command_words(command: str) -> list[str]:
+    """A command line's words and operators (``|``, ``&&``, ``>``, ...), as the shell splits
+    them; plain words where the quotes do not balance."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: words are still good enough for a family
-        tokens = command.split()
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if token in _SEPARATORS:
-            if segments[-1]:
-                segments.append([])
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: words are still good enough here
+        return command.split()
+
+
+def command_stages(words: list[str]) -> list[list[str]]:
+    """The simple commands of a command line's words: split at ``|``, ``&&``, ``;`` ...."""
+    stages: list[list[str]] = [[]]
+    for word in words:
+        if word in _SEPARATORS:
+            if stages[-1]:
+                stages.append([])
         else:
-            segments[-1].append(token)
-    segments = [s for s in segments if s]
-    if not segments:
-        return "(empty)"
-    while len(segments) > 1 and segments[0][0] in _SETUP_STEPS:
-        segments.pop(0)
-    words = segments[0]
+            stages[-1].append(word)
+    return [s for s in stages if s]
+
+
+def stage_program(words: list[str]) -> str:
+    """The program one simple command runs: past ``VAR=value`` assignments and wrappers such
+    as ``sudo``/``env``; a path gives its last part (``/usr/bin/ls`` -> ``ls``)."""
     i = 0
     while i < len(words) - 1 and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS):
         i += 1
@@ -131,3 +133,15 @@ def command_family(command: str) -> str:
     if _ASSIGNMENT.match(word):
         return "(assignment)"
     return word.rsplit("/", 1)[-1] or word
+
+
+def command_family(command: str) -> str:
+    """The program a command line runs: its first stage's program (:func:`stage_program`),
+    after leading steps that only prepare the shell (``cd DIR &&``, ``export X=1;``,
+    ``source venv/bin/activate &&``). ``cd`` alone is ``cd``; an empty line is ``(empty)``."""
+    stages = command_stages(command_words(command))
+    if not stages:
+        return "(empty)"
+    while len(stages) > 1 and stages[0][0] in _SETUP_STEPS:
+        stages.pop(0)
+    return stage_program(stages[0])

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from mcp.types import RequestParamsMeta
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 EPISODE_HEADER = "aw-episode-id"
@@ -33,6 +34,11 @@ HTTP_FALLBACK_EPISODE = "http-default"
 PROCESS_EPISODE = "process"
 MAX_EPISODE_ID_LENGTH = 200
 _WATCHED = "aw-mcp/episodes-ended-on-close"  # key in the SDK's per-connection state
+
+
+def episode_meta(episode: str) -> RequestParamsMeta:
+    """A client's ``_meta`` for a ``tools/call`` of episode ``episode`` (way 2 above)."""
+    return cast(RequestParamsMeta, {EPISODE_META_KEY: episode})
 
 
 @dataclass(frozen=True)
