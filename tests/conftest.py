@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,11 @@ import pytest
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Plumbing tests serve the fast SmolLM2 (with its own bundled adapter), not the default world
+# model: this reaches every ServeSettings and every `aw-mcp serve` a test starts. Tests of the
+# default itself (tests/test_default_world_model.py) take it out of their server's environment.
+os.environ.setdefault("AW_MCP_MODEL", "smollm2-135m")
 # Real tools/list captures of 14 popular MCP servers (see that folder's README).
 TOOL_SURFACES = REPO_ROOT / "tests" / "data" / "tool-surfaces"
 

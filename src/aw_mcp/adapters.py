@@ -78,12 +78,13 @@ def bundled_adapters() -> list[Path]:
     return sorted(folder.glob("*.gguf"))
 
 
-def default_adapters(base_model: Path, domains: list[str]) -> list[AdapterInfo]:
-    """Bundled adapters made for this base model and trained on every served domain."""
+def default_adapters(base_model: str, domains: list[str]) -> list[AdapterInfo]:
+    """Bundled adapters made for the base GGUF of this file name and trained on every
+    served domain."""
     chosen = []
     for path in bundled_adapters():
         info = read_adapter_info(path)
-        if info.base_model and info.base_model != base_model.name:
+        if info.base_model and info.base_model != base_model:
             continue
         if info.domains and not set(domains) <= set(info.domains):
             log.info(

@@ -135,10 +135,12 @@ class ServeSettings(BaseSettings):
         "CUDA or CPU) or openai (an OpenAI-compatible server: vLLM, SGLang, llama.cpp)",
         json_schema_extra=flag(ENGINE),
     )
-    model: Path | None = Field(
+    model: str | None = Field(
         default=None,
-        description="GGUF model file (default: the embedded SmolLM2-135M-Instruct)",
-        json_schema_extra=flag(ENGINE, "PATH"),
+        description="the world model: a known model (qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, "
+        "smollm2-135m; fetched and sha256-verified, see 'aw-mcp models') or a GGUF file "
+        "(default: qwen2.5-coder-0.5b with its bundled adapter)",
+        json_schema_extra=flag(ENGINE, "NAME|PATH"),
     )
     n_ctx: int = Field(
         default=8192,

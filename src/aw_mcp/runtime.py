@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aw_mcp.adapters import AdapterInfo, adapters_profile, default_adapters, read_adapter_info
@@ -18,6 +19,7 @@ from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
 from aw_mcp.faults.layer import FaultLayer, NoFaults
 from aw_mcp.faults.scenario import load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.models import DEFAULT_MODEL, KNOWN_MODELS
 from aw_mcp.simulation.sampling import SamplingSettings
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
 from aw_mcp.trajectories.replay import Recordings
@@ -39,19 +41,27 @@ def resolve_adapters(settings: ServeSettings, catalogue: Catalogue) -> list[Adap
         if settings.engine != "llama-cpp":
             raise ValueError("--lora adapters are applied by the llama-cpp engine only")
         return [read_adapter_info(path) for path in settings.lora]
-    if settings.engine != "llama-cpp" or settings.model is not None:
-        return []  # a user's own model gets no default adapter
-    from aw_mcp.engines.base import EngineError
-    from aw_mcp.engines.llama_cpp import embedded_model_path
-
-    try:
-        base = embedded_model_path()
-    except EngineError:
-        return []  # the engine reports the missing model when it loads
-    adapters = default_adapters(base, [d.name for d in catalogue.domains])
+    if settings.engine != "llama-cpp":
+        return []
+    adapters = default_adapters(
+        served_model_file_name(settings), [d.name for d in catalogue.domains]
+    )
     for adapter in adapters:
         log.info("using the bundled LoRA adapter %s (--no-lora to serve without)", adapter.path)
     return adapters
+
+
+def served_model(settings: ServeSettings) -> str:
+    """``--model`` as given, else the default world model (a catalogue name)."""
+    return settings.model or DEFAULT_MODEL
+
+
+def served_model_file_name(settings: ServeSettings) -> str:
+    """The file name of the served GGUF, known before the file is fetched: bundled adapters
+    are chosen by it (an adapter records the file name of the base it was trained on)."""
+    name = served_model(settings)
+    known = KNOWN_MODELS.get(name)
+    return known.file_name if known else Path(name).name
 
 
 def serving_profile(settings: ServeSettings, adapters: list[AdapterInfo]) -> str:
@@ -99,7 +109,7 @@ def _local_engine(
 
         return LlamaCppEngine(
             LlamaCppOptions(
-                model_path=settings.model,
+                model_path=served_model(settings),
                 n_ctx=settings.n_ctx,
                 n_threads=threads,
                 n_gpu_layers=settings.n_gpu_layers,

