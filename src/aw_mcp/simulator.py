@@ -16,10 +16,10 @@ import anyio
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
-from aw_mcp.domain.models import ToolCall
-from aw_mcp.engines.base import Engine, EngineError, GenerationStats
+from aw_mcp.domain.models import ToolCall, WorldSpec
+from aw_mcp.engines.base import Engine, EngineError, GenerationRequest, GenerationStats
 from aw_mcp.episode.episode import Episode, ObservationSource, Turn, reached_world
-from aw_mcp.episode.prompt import PromptProfile
+from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import FaultDecision, FaultLayer, NoFaults
 from aw_mcp.simulation.context_window import ContextFitter
@@ -76,15 +76,47 @@ class WorldSimulator:
         self.episodes.subscribe(lambda episode: self.engine.forget(episode.key))
         self.recordings = recordings  # serve --replay: answer from recorded episodes
 
+    async def warm_up(self) -> None:
+        """Load the model, then evaluate each served domain's fixed prompt prefix (its
+        instructions, tools, world facts and demonstrations) once, so an episode's first call
+        finds it in the KV cache instead of paying for it (thousands of tokens on a CPU).
+        A failure is only logged: the calls report the engine's errors themselves."""
+        await self.engine.start()
+        for served in {t.domain.name: t for t in self.catalogue}.values():
+            messages = build_messages(
+                self.profile,
+                served.domain,
+                served.domain.tools,
+                served.world,
+                [],
+                0,
+                ToolCall(tool=served.spec.name, arguments={}),
+                1,
+                [],
+            )
+            try:
+                await self.engine.generate(GenerationRequest(messages=messages, max_tokens=1))
+            except EngineError as exc:
+                log.warning("could not warm up the %s prompt: %s", served.domain.name, exc)
+                return
+        log.info("prompt prefixes of %d domain(s) evaluated", len(self.catalogue.domains))
+
     async def call(
         self,
         episode_id: str,
         served: ServedTool,
         arguments: dict[str, Any],
         progress: ProgressCallback | None = None,
+        world: WorldSpec | None = None,
     ) -> ToolAnswer:
+        """Answer one call of an episode. ``world``: the episode's own world, layered on the
+        served one; taken on the episode's first call, and must not change afterwards."""
         async with self.episodes.open(episode_id, served.domain.name) as episode:
             record = PendingRecord(self.episodes, episode, served, arguments)
+            if world is not None and (conflict := episode.take_world(world)):
+                answer = ToolAnswer(text=conflict, is_error=True)
+                record.finish(answer, "invalid-arguments")
+                return answer
             decision = self.faults.decide(episode, served, arguments)
             record.faults = [f.as_record() for f in decision.fired]
             try:

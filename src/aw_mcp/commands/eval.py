@@ -237,6 +237,7 @@ def _closed_loop(args: argparse.Namespace) -> int:
     from aw_mcp.runtime import build_simulator
     from aw_mcp.settings_cli import settings_from_namespace
     from aw_mcp.trajectories.records import load_record_dir
+    from aw_mcp.trajectories.world_file import episode_worlds
 
     configure_logging(args.log_level)
     episodes = load_record_dir(args.records)
@@ -249,7 +250,11 @@ def _closed_loop(args: argparse.Namespace) -> int:
             update={"simulator": sorted({e.domain for e in episodes}) or settings.simulator}
         )
     simulator = build_simulator(settings)
-    loop = ClosedLoop(simulator, ClosedLoopOptions(jobs=args.jobs, quiet=args.quiet))
+    loop = ClosedLoop(
+        simulator,
+        ClosedLoopOptions(jobs=args.jobs, quiet=args.quiet),
+        episode_worlds(args.records),
+    )
 
     async def main():
         try:

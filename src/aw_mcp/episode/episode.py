@@ -9,7 +9,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from aw_mcp.domain.models import ToolCall
+from aw_mcp.domain.models import ToolCall, WorldSpec
 from aw_mcp.engines.base import GenerationStats
 
 
@@ -127,7 +127,26 @@ class Episode:
         self.records: list[CallRecord] = []
         self.conditions: list[WorldCondition] = []
         self.omitted_turns = 0  # oldest turns left out of the prompt to fit the context window
+        self.world: WorldSpec | None = None  # the client's own world for this episode, if any
         self.lock = anyio.Lock()
+
+    def take_world(self, world: WorldSpec) -> str | None:
+        """Adopt the client's world for this episode (before its first call only); the
+        refusal's text when the episode already runs in another world."""
+        if self.world == world:
+            return None
+        if self.records:
+            return (
+                "This episode already runs in another world: a world (_meta aw-mcp/world) "
+                "is set by an episode's first call and cannot change. Reset the episode "
+                "(_meta aw-mcp/reset) to start one in a new world."
+            )
+        self.world = world
+        return None
+
+    def world_over(self, served: WorldSpec) -> WorldSpec:
+        """The world this episode's prompts state: the served one, with the client's on top."""
+        return served.merged(self.world) if self.world is not None else served
 
     @property
     def is_live(self) -> bool:

@@ -13,19 +13,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp import Client, MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, RequestParamsMeta, TextContent
 
 from aw_mcp.catalogue import ServedTool
-from aw_mcp.domain.models import ToolCall
+from aw_mcp.domain.models import ToolCall, WorldSpec
 from aw_mcp.episode.episode import CallRecord, ObservationSource
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
 from aw_mcp.evaluation.runner import run_bounded
 from aw_mcp.evaluation.samples import family_of, sample_key
 from aw_mcp.server.app import build_server
-from aw_mcp.server.episode_identity import episode_meta
+from aw_mcp.server.episode_identity import WORLD_META_KEY, episode_meta
 from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.export import bench_sample
 from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
@@ -61,10 +61,24 @@ def result_text(result: CallToolResult) -> str:
 
 
 class ClosedLoop:
-    def __init__(self, simulator: WorldSimulator, options: ClosedLoopOptions | None = None):
+    def __init__(
+        self,
+        simulator: WorldSimulator,
+        options: ClosedLoopOptions | None = None,
+        worlds: dict[str, WorldSpec] | None = None,
+    ):
+        """``worlds``: the machine each episode ran in, by episode id (generated episodes
+        with worlds of their own); it is sent with every call as ``_meta["aw-mcp/world"]``."""
         self.simulator = simulator
         self.options = options or ClosedLoopOptions()
+        self.worlds = worlds or {}
         self.server = build_server(simulator)
+
+    def call_meta(self, episode: RecordedEpisode) -> RequestParamsMeta:
+        meta: dict[str, Any] = dict(episode_meta(f"closed-loop/{episode.episode}"))
+        if (world := self.worlds.get(episode.episode)) is not None:
+            meta[WORLD_META_KEY] = world.model_dump(exclude_defaults=True)
+        return cast(RequestParamsMeta, meta)
 
     def check(self, episodes: list[RecordedEpisode]) -> None:
         """Fail before any inference on an episode this server cannot replay."""
@@ -100,7 +114,9 @@ class ClosedLoop:
         profile = self.simulator.profile
         served = [self.served(r.tool) for r in calls]
         first = served[0]
-        system = profile.system_message(first.domain, first.domain.tools, first.world, [])
+        world = self.worlds.get(episode.episode)
+        served_world = first.world.merged(world) if world is not None else first.world
+        system = profile.system_message(first.domain, first.domain.tools, served_world, [])
         prompt = [
             profile.action_message(
                 turn, ToolCall(tool=s.spec.name, arguments=r.arguments), r.conditions
@@ -136,9 +152,7 @@ class ClosedLoop:
         for record in replayed_calls(episode):
             try:
                 result = await client.call_tool(
-                    record.tool,
-                    record.arguments,
-                    meta=episode_meta(episode_id),
+                    record.tool, record.arguments, meta=self.call_meta(episode)
                 )
                 texts.append(result_text(result))
             except MCPError:  # a fault scenario's JSON-RPC error: no observation

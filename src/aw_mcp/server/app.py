@@ -26,8 +26,14 @@ from aw_mcp import __version__
 from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
-from aw_mcp.server.arguments import argument_errors, oversize_error, oversize_summary
-from aw_mcp.server.episode_identity import end_on_close, episode_request
+from aw_mcp.domain.models import WorldSpec
+from aw_mcp.server.arguments import (
+    argument_errors,
+    oversize_error,
+    oversize_summary,
+    world_errors,
+)
+from aw_mcp.server.episode_identity import WORLD_META_KEY, end_on_close, episode_request
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
@@ -81,13 +87,14 @@ def progress_reporter(ctx: Any) -> ProgressFnT:
 
 @asynccontextmanager
 async def engine_running(simulator: WorldSimulator) -> AsyncIterator[dict[str, Any]]:
-    """The server's lifespan when it owns the engine: load the model in the background
-    (tools/list answers at once, calls wait for it) and close the engine (models, pools,
+    """The server's lifespan when it owns the engine: load the model and evaluate the
+    domains' prompt prefixes in the background (tools/list answers at once, calls wait for
+    the model) and close the engine (models, pools,
     HTTP clients) when serving ends, however it ends."""
     engine = simulator.engine
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(engine.start)
+            tg.start_soon(simulator.warm_up)
             try:
                 yield {}
             finally:
@@ -127,13 +134,17 @@ def build_server(
         if request.reset:
             simulator.end_episode(request.episode_id, "reset by the client")
         try:
-            return await simulate(ctx, served, params, request.episode_id)
+            return await simulate(ctx, served, params, request.episode_id, request.world)
         finally:
             if request.end:
                 simulator.end_episode(request.episode_id, "ended by the client")
 
     async def simulate(
-        ctx: Any, served: ServedTool, params: types.CallToolRequestParams, episode_id: str
+        ctx: Any,
+        served: ServedTool,
+        params: types.CallToolRequestParams,
+        episode_id: str,
+        world: Any = None,
     ) -> types.CallToolResult:
         arguments = params.arguments if params.arguments is not None else {}
         # Size first: schema errors may quote the value, and the record would copy it.
@@ -142,14 +153,23 @@ def build_server(
             await simulator.reject(episode_id, served, oversize_summary(arguments), too_large)
             return error_result(too_large)
         problems = argument_errors(served.spec.input_schema, arguments)
+        what = f"arguments for tool {params.name}"
+        if not problems and world is not None:
+            problems, what = world_errors(world), f"_meta {WORLD_META_KEY}"
         if problems:
-            message = f"Invalid arguments for tool {params.name}: " + "; ".join(problems)
+            message = f"Invalid {what}: " + "; ".join(problems)
             log.info("episode %r: %s", episode_id, message)
             await simulator.reject(episode_id, served, arguments, message)
             return error_result(message)
 
         try:
-            answer = await simulator.call(episode_id, served, arguments, progress_reporter(ctx))
+            answer = await simulator.call(
+                episode_id,
+                served,
+                arguments,
+                progress_reporter(ctx),
+                WorldSpec.model_validate(world) if world is not None else None,
+            )
         except RpcFaultError as exc:
             raise MCPError(
                 code=exc.fault.code, message=exc.fault.message, data=exc.fault.data

@@ -42,3 +42,18 @@ def oversize_summary(arguments: Any, preview_chars: int = 200) -> dict[str, Any]
     """What the record keeps of refused oversized arguments: their size and a preview."""
     text = json.dumps(arguments, ensure_ascii=False, default=repr)
     return {"_bytes": argument_bytes(arguments), "_preview": text[:preview_chars]}
+
+
+def world_errors(world: Any) -> list[str]:
+    """Problems with a client's ``_meta`` world (a ``WorldSpec``); empty when it is valid."""
+    from pydantic import ValidationError
+
+    from aw_mcp.domain.models import WorldSpec
+
+    try:
+        WorldSpec.model_validate(world)
+    except ValidationError as exc:
+        return [
+            f"{'.'.join(map(str, e['loc'])) or 'world'}: {e['msg']}" for e in exc.errors()
+        ]
+    return []

@@ -29,6 +29,9 @@ EPISODE_HEADER = "aw-episode-id"
 EPISODE_META_KEY = "aw-mcp/episode"
 RESET_META_KEY = "aw-mcp/reset"
 END_META_KEY = "aw-mcp/end"
+# The world of this episode (a domain's ``world:`` block: facts, notes, replace_notes), layered
+# on the served world from the episode's first call on: each rollout its own machine.
+WORLD_META_KEY = "aw-mcp/world"
 SESSION_HEADER = "mcp-session-id"
 HTTP_FALLBACK_EPISODE = "http-default"
 PROCESS_EPISODE = "process"
@@ -49,6 +52,7 @@ class EpisodeRequest:
     reset: bool = False  # begin a new episode before this call
     end: bool = False  # end the episode after this call
     connection: Any | None = None  # the legacy connection whose close ends the episode
+    world: Any | None = None  # _meta["aw-mcp/world"] as sent (validated by the simulator)
 
 
 def _meta_value(meta: Any, key: str) -> Any:
@@ -69,6 +73,7 @@ def episode_request(ctx: Any) -> EpisodeRequest:
         reset=_meta_value(meta, RESET_META_KEY) is True,
         end=_meta_value(meta, END_META_KEY) is True,
         connection=connection,
+        world=_meta_value(meta, WORLD_META_KEY),
     )
 
 

@@ -54,7 +54,7 @@ class ContextFitter:
                 self.profile,
                 served.domain,
                 served.domain.tools,
-                served.world,
+                episode.world_over(served.world),
                 episode.turns,
                 omitted,
                 action,
