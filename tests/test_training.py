@@ -23,6 +23,7 @@ from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.base import GenerationRequest
 from aw_mcp.engines.llama_cpp import embedded_model_path
 from aw_mcp.episode.prompt import SmallModelProfile, build_messages
+from aw_mcp.models import resolve_model
 from aw_mcp.runtime import build_catalogue, resolve_adapters, serving_profile
 from aw_mcp.training.examples import (
     DomainContext,
@@ -30,7 +31,7 @@ from aw_mcp.training.examples import (
     build_examples,
     shared_prefix_length,
 )
-from aw_mcp.training.gguf_adapter import AdapterMetadata
+from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
 from aw_mcp.training.lora import load_for_training
 from aw_mcp.training.trainer import ADAPTER, CHECKPOINT, Trainer, TrainSettings, validation_loss
 from aw_mcp.trajectories.records import load_record_dir
@@ -166,6 +167,62 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     adapted = anyio.run(lambda: answer(lora_paths=[adapter]))
     assert adapted != plain
     assert adapted.startswith("/home/user/project"), adapted  # what the real records taught
+
+
+def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_its_output(
+    tmp_path,
+):
+    """The default world model is a qwen2 GGUF: its adapter must carry the qwen2 architecture
+    and its tensor names, with q/k rows as trained (llama.cpp's qwen2 layout is not permuted);
+    llama.cpp refuses an adapter of another architecture."""
+    base = resolve_model("qwen2.5-coder-0.5b")
+    assert base_architecture(base) == "qwen2"
+    fmt = ServingFormat.from_gguf(base)
+    domain_file = write_tiny_domain(tmp_path)
+    _, context, examples = _examples(domain_file, fmt)
+    settings = TrainSettings(
+        rank=4, alpha=32, lr=5e-3, warmup_steps=0, batch_tokens=4096, max_steps=2, epochs=2
+    )
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(TEST_THREADS)
+    loaded = load_for_training(base, settings.rank, settings.alpha, "cpu")
+    meta = AdapterMetadata(
+        alpha=settings.alpha,
+        profile="small",
+        base_model=base.name,
+        domains=["terminal"],
+        n_layers=loaded.n_layers,
+        n_head=loaded.n_head,
+        n_kv_head=loaded.n_kv_head,
+        architecture="qwen2",
+    )
+    out = tmp_path / "qwen"
+    Trainer(loaded, examples[:2], [], shared_prefix_length(examples), settings, out, meta).run()
+    messages = build_messages(
+        SmallModelProfile(),
+        context.domain,
+        context.domain.tools,
+        context.world,
+        [],
+        0,
+        ToolCall(tool="run_command", arguments={"command": "pwd"}),
+        1,
+        [],
+    )
+    request = GenerationRequest(messages=messages, max_tokens=16)
+
+    async def answer(**options) -> str:
+        engine = small_embedded_engine(model_path=base, **options)
+        try:
+            return (await engine.generate(request)).text
+        finally:
+            await engine.aclose()
+
+    plain = anyio.run(answer)
+    adapted = anyio.run(lambda: answer(lora_paths=[out / ADAPTER]))  # refused before the fix
+    assert adapted != plain
 
 
 def _metrics(out: Path) -> list[dict]:

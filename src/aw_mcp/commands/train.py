@@ -34,7 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--world", type=Path, metavar="FILE.yaml", help="the --world served with")
     p.add_argument("--profile", choices=sorted(PROFILES), default="small")
-    p.add_argument("--model", type=Path, metavar="GGUF", help="base model (default: embedded)")
+    p.add_argument(
+        "--model",
+        metavar="NAME|GGUF",
+        help="base model: a known model (qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m) "
+        "or a GGUF file (default: qwen2.5-coder-0.5b, the default of serve)",
+    )
     p.add_argument("--max-tokens", type=int, default=2048, help="longest training sequence")
     p.add_argument(
         "--val-fraction",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aw_mcp.domain.loader import load_domain, load_world
+from aw_mcp.domain.models import WorldSpec
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.training.examples import (
     DomainContext,
@@ -26,6 +27,7 @@ from aw_mcp.training.examples import (
 )
 from aw_mcp.training.trainer import ADAPTER, TrainSettings
 from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.world_file import episode_worlds
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ class TrainJob:
     simulators: list[str] | None = None  # None: the bundled domains the records name
     world: Path | None = None
     profile: str = "small"
-    base_model: Path | None = None  # None: the embedded GGUF
+    base_model: str | None = None  # a catalogue name or a GGUF path; None: models.DEFAULT_MODEL
     max_tokens: int = 2048  # longest training sequence (longer episodes are cut)
     val_fraction: float = 0.05
     device: str = "auto"
@@ -51,18 +53,34 @@ class TrainJob:
     init_from: Path | None = None
 
 
+def record_dir_worlds(record_dirs: list[Path]) -> dict[str, WorldSpec]:
+    """The world each episode ran in, by episode id, as its record directory says: the
+    episode's own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world
+    its episodes share), else none (the domain's world as it is)."""
+    worlds: dict[str, WorldSpec] = {}
+    for directory in record_dirs:
+        shared_file = directory / "world.yaml"
+        shared = load_world(shared_file) if shared_file.is_file() else None
+        own = episode_worlds(directory)
+        for episode in load_record_dir(directory):
+            world = own.get(episode.episode, shared)
+            if world is not None:
+                worlds[episode.episode] = world
+    return worlds
+
+
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     import torch
 
     from aw_mcp.engines.base import default_inference_threads
-    from aw_mcp.engines.llama_cpp import embedded_model_path
-    from aw_mcp.training.gguf_adapter import AdapterMetadata
+    from aw_mcp.models import DEFAULT_MODEL, resolve_model
+    from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
     from aw_mcp.training.lora import load_for_training
     from aw_mcp.training.trainer import Trainer
 
     torch.manual_seed(settings.seed)
     torch.set_num_threads(job.threads or default_inference_threads())
-    base = job.base_model or embedded_model_path()
+    base = resolve_model(job.base_model or DEFAULT_MODEL)
     episodes = [e for d in job.record_dirs for e in load_record_dir(d)]
     if not episodes:
         raise ValueError(f"no episodes in {', '.join(map(str, job.record_dirs))}")
@@ -74,7 +92,8 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         contexts[domain.name] = DomainContext.of(domain, world)
     profile = PROFILES[job.profile]()
     fmt = ServingFormat.from_gguf(base)
-    examples = build_examples(episodes, contexts, profile, fmt, job.max_tokens)
+    worlds = {} if world else record_dir_worlds(job.record_dirs)
+    examples = build_examples(episodes, contexts, profile, fmt, job.max_tokens, worlds)
     if not examples:
         raise ValueError("no episode could be turned into a training sequence")
     train, validation = split_validation(examples, job.val_fraction, settings.seed)
@@ -95,6 +114,7 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         n_layers=loaded.n_layers,
         n_head=loaded.n_head,
         n_kv_head=loaded.n_kv_head,
+        architecture=base_architecture(base),
     )
     trainer = Trainer(loaded, train, validation, prefix, settings, job.out_dir, meta)
     if job.init_from and job.resume:

@@ -182,15 +182,21 @@ def build_examples(
     profile: PromptProfile,
     fmt: ServingFormat,
     max_tokens: int,
+    worlds: dict[str, WorldSpec] | None = None,
 ) -> list[TrainingExample]:
-    """Every episode whose domain is known, rendered and tokenized; the rest are reported."""
+    """Every episode whose domain is known, rendered and tokenized; the rest are reported.
+    ``worlds``: the world an episode ran in, by episode id, layered on its domain's (as a
+    client's ``_meta`` world is when it is served)."""
     examples: list[TrainingExample] = []
     skipped: Counter[str] = Counter()
+    worlds = worlds or {}
     for episode in episodes:
         context = contexts.get(episode.domain)
         if context is None:
             skipped[f"domain {episode.domain!r} not given"] += 1
             continue
+        if (own := worlds.get(episode.episode)) is not None:
+            context = DomainContext(domain=context.domain, world=context.world.merged(own))
         rendered = render_episode(episode.turns(), context, profile, fmt.renderer)
         example = tokenize_episode(episode.episode, rendered, fmt, max_tokens)
         if example is None:

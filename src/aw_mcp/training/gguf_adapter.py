@@ -5,9 +5,12 @@ numpy shape (out, in) named ``blk.N.attn_q.weight``, two tensors ``...weight.lor
 (rank, in) and ``...weight.lora_b`` of shape (out, rank); the applied delta is
 ``B @ A * alpha / rank``. Names come from gguf's own HF -> GGUF tensor map.
 
-The Llama GGUF converter permutes the rows of q and k projections (rotary layout);
-transformers undoes it when it loads a GGUF, so LoRA weights trained in transformers' layout
-get the same row permutation on B before they are written.
+The adapter takes the base model's architecture (``general.architecture``: llama.cpp refuses
+an adapter of another one) and that architecture's tensor names. llama.cpp's Llama converter
+permutes the rows of q and k projections (rotary layout) and transformers undoes it when it
+loads such a GGUF, so for those architectures LoRA weights trained in transformers' layout get
+the same row permutation on B before they are written. Others (qwen2: its converter keeps
+the Hugging Face layout) are written as trained.
 """
 
 from __future__ import annotations
@@ -38,6 +41,22 @@ class AdapterMetadata:
     n_layers: int
     n_head: int
     n_kv_head: int
+    architecture: str = "llama"  # the base GGUF's general.architecture (base_architecture)
+
+
+# Architectures whose llama.cpp converter permutes q/k rows (``LlamaModel.permute``), which
+# transformers' GGUF loader reverse-permutes: the adapter's B must be permuted back.
+ROTARY_PERMUTED = frozenset({"llama"})
+
+
+def base_architecture(base: Path) -> str:
+    """``general.architecture`` of a GGUF model file (read from its header)."""
+    from gguf import GGUFReader
+
+    found = GGUFReader(base).fields.get("general.architecture")
+    if found is None:
+        raise ValueError(f"{base} has no general.architecture key: not a GGUF model file")
+    return str(found.contents())
 
 
 def rotary_permute(rows: np.ndarray, n_head: int) -> np.ndarray:
@@ -55,8 +74,12 @@ def write_gguf_adapter(
 ) -> Path:
     import gguf
 
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, meta.n_layers)
-    writer = gguf.GGUFWriter(path, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}.get(meta.architecture)
+    if arch is None:
+        raise ValueError(f"gguf does not know the model architecture {meta.architecture!r}")
+    names = gguf.get_tensor_name_map(arch, meta.n_layers)
+    writer = gguf.GGUFWriter(path, arch=meta.architecture)
+    permuted = meta.architecture in ROTARY_PERMUTED
     writer.add_string("general.type", "adapter")
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(meta.alpha))
@@ -68,9 +91,9 @@ def write_gguf_adapter(
         if base is None:
             raise ValueError(f"no GGUF tensor name for {w.name}")
         b = w.b
-        if w.name.endswith("q_proj"):
+        if permuted and w.name.endswith("q_proj"):
             b = rotary_permute(b, meta.n_head)
-        elif w.name.endswith("k_proj"):
+        elif permuted and w.name.endswith("k_proj"):
             b = rotary_permute(b, meta.n_kv_head)
         writer.add_tensor(f"{base}.lora_a", np.ascontiguousarray(w.a, dtype=dtype))
         writer.add_tensor(f"{base}.lora_b", np.ascontiguousarray(b, dtype=dtype))
