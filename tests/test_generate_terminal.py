@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from aw_mcp.cli import main
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.trajectories.generate_terminal import generate_terminal
 from aw_mcp.trajectories.records import load_record_dir
@@ -29,6 +30,8 @@ from aw_mcp.trajectories.terminal_scripts import (
     templates_for,
 )
 from aw_mcp.trajectories.world_faults import world_fault
+from aw_mcp.trajectories.world_file import episode_worlds
+from aw_mcp.trajectories.worlds import from_world
 
 
 def _sandbox_available() -> str:
@@ -235,3 +238,41 @@ def test_disk_full_condition_text_states_the_sandbox_disk_that_the_recordings_sh
         if line.startswith("tmpfs")
     ]
     assert df_lines and all(line.split()[1] == size for line in df_lines)  # the Size column
+
+
+@needs_sandbox
+def test_a_varied_world_is_built_as_its_facts_say_and_its_episode_is_served_them(tmp_path):
+    """Every varied-world episode's machine is the one its world file describes (user, host,
+    working directory, files and contents, git history), and that file is what training and
+    the closed loop give the model for it."""
+    paths = generate_terminal(tmp_path, seed=4, episodes=12, worlds="varied")
+    worlds = episode_worlds(tmp_path)
+    assert len(paths) == len(worlds) == 12 and not (tmp_path / "world.yaml").exists()
+    drawn = [w for w in worlds.values() if "user" in w.facts]
+    assert len({w.facts["user"] for w in drawn}) >= 2  # worlds vary
+    for world in drawn:
+        built = from_world(world)
+        with BashSandbox(world=built) as shell:
+            facts = world.facts
+            who = f"{facts['user']}\n{facts['working_directory']}\n{facts['hostname']}\n"
+            assert shell.run("whoami; pwd; hostname") == (who, 0)
+            for name, content in built.files.items():
+                assert shell.run(f"cat {name}") == (content, 0)
+            log, code = shell.run("git log --format=%s")
+            if built.git_commits:
+                assert log.splitlines() == list(reversed(built.git_commits))
+            else:
+                assert code == 128 and "not a git repository" in log
+
+
+@needs_sandbox
+def test_the_bundled_terminal_world_is_a_machine_the_sandbox_builds():
+    world = from_world(load_domain("terminal").world)
+    with BashSandbox(world=world) as shell:
+        assert shell.run("whoami; pwd; hostname") == ("dev\n/home/dev/project\ndevbox\n", 0)
+        assert shell.run("ls") == ("README.md\nmain.py\nrequirements.txt\ntests\n", 0)
+        assert shell.run("git status --short; git log --format=%s") == ("Initial commit\n", 0)
+        facts = load_domain("terminal").world.facts
+        versions, _ = shell.run("python3 --version; git --version")
+        python, git = (line.split()[-1] for line in versions.splitlines())
+        assert f"python3 {python}" in facts["installed"] and f"git {git}" in facts["installed"]

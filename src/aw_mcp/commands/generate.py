@@ -42,6 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run every episode under a real world condition from a bundled fault scenario "
         "(sandbox-disk-full, sandbox-read-only), its calls labelled with the condition text",
     )
+    t.add_argument(
+        "--worlds",
+        choices=["fixed", "varied"],
+        default="fixed",
+        help="fixed: every episode as user dev in an empty /home/dev/project; varied: each "
+        "episode in a machine of its own (user, host, working directory, files, git history; "
+        "a quarter in the bundled Terminal world's), written to OUT/worlds/EPISODE.yaml",
+    )
     add_quiet_flag(t)
     t.set_defaults(handler=_generate_terminal)
     for name, what in (
@@ -87,11 +95,13 @@ def _generate_terminal(args: argparse.Namespace) -> int:
             args.command_timeout,
             args.quiet,
             args.world_fault,
+            args.worlds,
         )
     except (SandboxUnavailable, CommandTimeout) as exc:
         print(f"aw-mcp generate: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {len(paths)} episodes and world.yaml to {args.out}")
+    worlds = "world.yaml" if args.worlds == "fixed" else "each one's world in worlds/"
+    print(f"wrote {len(paths)} episodes and {worlds} to {args.out}")
     return 0
 
 

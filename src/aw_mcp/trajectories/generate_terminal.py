@@ -16,10 +16,14 @@ observations to be predictable (user, home, host, versions), measured in a sandb
 from __future__ import annotations
 
 import logging
+import random
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.models import WorldSpec
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.progress_bar import counted
@@ -29,6 +33,7 @@ from aw_mcp.trajectories.sandbox import (
     GIT_NAME,
     HOME,
     HOSTNAME,
+    LEGACY_WORLD,
     PROJECT,
     USER,
     BashSandbox,
@@ -36,7 +41,12 @@ from aw_mcp.trajectories.sandbox import (
 )
 from aw_mcp.trajectories.terminal_scripts import Split, episode_script, world_fault_script
 from aw_mcp.trajectories.world_faults import WorldFault, world_fault
-from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
+from aw_mcp.trajectories.world_file import (
+    recorded_date_fact,
+    write_episode_world,
+    write_world_file,
+)
+from aw_mcp.trajectories.worlds import SandboxWorld, draw_world, from_world, world_spec
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +79,20 @@ def run_episode(
     sink: RecordSink,
     command_timeout: float = 10.0,
     fault: WorldFault | None = None,
+    world: SandboxWorld = LEGACY_WORLD,
 ) -> CallRecord | None:
     """Run one scripted episode in a fresh sandbox and write its records; returns the last.
     With ``fault``, the condition is made true before call ``fault.at`` and every call from
-    then on carries its text, as the fault layer would write it into the prompt."""
+    then on carries its text, as the fault layer would write it into the prompt. ``world``:
+    the machine the sandbox is built as."""
     if fault:
         template, commands = world_fault_script(split, seed, number, fault.at)
     else:
-        template, commands = episode_script(split, seed, number)
+        template, commands = episode_script(split, seed, number, world is not LEGACY_WORLD)
     eid = episode_id(split, seed, number, fault)
     last = None
     disk = fault.real.disk_bytes if fault else None
-    with BashSandbox(command_timeout=command_timeout, disk_bytes=disk) as shell:
+    with BashSandbox(command_timeout=command_timeout, disk_bytes=disk, world=world) as shell:
         for index, command in enumerate(commands, start=1):
             if fault and index == fault.at:
                 fault.real.impose(shell)
@@ -104,8 +116,8 @@ def run_episode(
     return last
 
 
-def measure_world() -> dict[str, Any]:
-    """The world facts of the sandbox, measured in it (the ``aw-mcp serve --world`` shape)."""
+def probe_sandbox() -> dict[str, str]:
+    """What the probes print in a fresh sandbox (the same machine for every world)."""
     seen: dict[str, str] = {}
     with BashSandbox() as shell:
         for key, probe in _FACT_PROBES.items():
@@ -113,34 +125,67 @@ def measure_world() -> dict[str, Any]:
             if code != 0:
                 raise RuntimeError(f"world probe {probe!r} failed ({code}): {output}")
             seen[key] = output.strip()
+    return seen
+
+
+def machine_facts(seen: dict[str, str]) -> dict[str, str]:
+    """The facts every world of this machine shares: OS, shell, tools, environment."""
     python = seen["python3"].removeprefix("Python ")
     git = seen["git"].removeprefix("git version ")
     coreutils = seen["coreutils"].rsplit(" ", 1)[-1]
     env = " ".join(f"{k}={v}" for k, v in ENVIRONMENT.items() if k in ("LANG", "TZ", "PATH"))
+    return {
+        "os": seen["os"],
+        "shell": f"/bin/bash (GNU bash {seen['bash']})",
+        "installed": f"python3 {python}, git {git}, GNU coreutils {coreutils}, "
+        "grep, sed, awk, find, bc",
+        "environment": f"{env}, umask 022; no aliases, no .bashrc",
+    }
+
+
+def machine_notes(user: str, sudo: str) -> list[str]:
+    """Notes true of every world of this machine."""
+    return [
+        f"The user {user} is not root"
+        + (" and has no sudo." if sudo == "none" else f"; sudo is {sudo}."),
+        "Commands run without a terminal: ls prints one name per line, no colours.",
+        "bash is interactive: its own errors read 'bash: <name>: command not found', "
+        "'bash: cd: <dir>: No such file or directory'.",
+    ]
+
+
+def drawn_world_spec(world: SandboxWorld, seen: dict[str, str], date: str) -> WorldSpec:
+    """The facts one episode of ``world`` is served and trained with (measured ones true)."""
+    home = (
+        f"{world.home} holds .gitconfig"
+        + ("" if world.working_directory == world.home else " and the working directory")
+        if world.working_directory.startswith(world.home)
+        else f"{world.home} holds only .gitconfig"
+    )
+    measured = {**machine_facts(seen), "home_contents": home, "date": date}
+    return world_spec(world, measured, machine_notes(world.user, seen["sudo"]))
+
+
+def measure_world() -> dict[str, Any]:
+    """The world facts of the sandbox, measured in it (the ``aw-mcp serve --world`` shape)."""
+    seen = probe_sandbox()
     return {
         "facts": {
             "hostname": HOSTNAME,
             "user": f"{USER} ({seen['id']})",
             "home": HOME,
             "working_directory": PROJECT,
-            "os": seen["os"],
-            "shell": f"/bin/bash (GNU bash {seen['bash']})",
-            "installed": f"python3 {python}, git {git}, GNU coreutils {coreutils}, "
-            "grep, sed, awk, find, bc",
+            **{k: v for k, v in machine_facts(seen).items() if k != "environment"},
             "project_files": f"{PROJECT} starts EMPTY: no files and no .git; everything in "
             "it was created by earlier commands of this episode",
             "home_contents": f"{HOME} holds only project/ and .gitconfig (user.name "
             f"{GIT_NAME}, user.email {GIT_EMAIL}, init.defaultBranch main)",
-            "environment": f"{env}, umask 022; no aliases, no .bashrc",
+            "environment": machine_facts(seen)["environment"],
         },
         # The bundled Terminal world's notes (a git repository, sudo) do not hold here.
         "replace_notes": True,
         "notes": [
-            f"The user {USER} is not root"
-            + (" and has no sudo." if seen["sudo"] == "none" else f"; sudo is {seen['sudo']}."),
-            "Commands run without a terminal: ls prints one name per line, no colours.",
-            "bash is interactive: its own errors read 'bash: <name>: command not found', "
-            "'bash: cd: <dir>: No such file or directory'.",
+            *machine_notes(USER, seen["sudo"]),
             "/home/dev/project is NOT a git repository until the episode runs git init; new "
             "repositories start on branch main.",
         ],
@@ -160,6 +205,26 @@ def write_world(directory: Path) -> dict[str, Any]:
     return world
 
 
+WorldMode = Literal["fixed", "varied"]
+BUNDLED_SHARE = 0.25  # varied worlds: episodes in the bundled Terminal world's own machine
+
+
+def episode_world(split: Split, seed: int, number: int) -> SandboxWorld:
+    """The machine of one varied-world episode: the bundled world's, or a drawn one."""
+    rng = random.Random(f"terminal-world:{split}:{seed}:{number}")
+    if rng.random() < BUNDLED_SHARE:
+        return from_world(load_domain(DOMAIN).world)
+    return draw_world(split, rng)
+
+
+def episode_world_spec(world: SandboxWorld, seen: dict[str, str], date: str) -> WorldSpec:
+    """What is layered on the Terminal domain's world for an episode of ``world``: for the
+    bundled world only the real date (its other facts are the domain's own)."""
+    if world.kind == "bundled":
+        return WorldSpec(facts={"date": date})
+    return drawn_world_spec(world, seen, date)
+
+
 def generate_terminal(
     out: Path,
     seed: int,
@@ -168,18 +233,27 @@ def generate_terminal(
     command_timeout: float = 10.0,
     quiet: bool = True,
     world_fault_name: str | None = None,
+    worlds: WorldMode = "fixed",
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
     Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
-    a world-fault scenario the sandbox makes real (``world_faults.REAL_CONDITIONS``)."""
+    a world-fault scenario the sandbox makes real (``world_faults.REAL_CONDITIONS``).
+    ``worlds="varied"``: every episode runs in a world of its own (``worlds.py``), written to
+    ``out/worlds/<episode>.yaml``."""
     fault = world_fault(world_fault_name) if world_fault_name else None
     sink = RecordSink(out)
+    seen = probe_sandbox() if worlds == "varied" else {}
     paths = []
     for number in counted(range(episodes), "terminal", "episode", quiet):
         eid = episode_id(split, seed, number, fault)
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
-        run_episode(split, seed, number, sink, command_timeout, fault)
+        world = episode_world(split, seed, number) if worlds == "varied" else LEGACY_WORLD
+        run_episode(split, seed, number, sink, command_timeout, fault, world)
+        if worlds == "varied":
+            date = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+            write_episode_world(out, eid, episode_world_spec(world, seen, date))
         paths.append(path)
-    write_world(out)
+    if worlds == "fixed":  # varied: each episode's world is in out/worlds/
+        write_world(out)
     return paths

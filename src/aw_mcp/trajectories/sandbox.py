@@ -1,11 +1,14 @@
 """A throwaway real bash for the trajectory generator: the Terminal world's machine, for real.
 
-Each sandbox is one persistent ``bash`` process running as the unprivileged user ``dev`` in a
-private mount and UTS namespace (``unshare``), so the world model's facts hold literally:
+Each sandbox is one persistent ``bash`` process running as an unprivileged user in a private
+mount and UTS namespace (``unshare``), built from a ``worlds.SandboxWorld`` (by default the
+first generated world: user ``dev``, host ``devbox``, an EMPTY ``/home/dev/project``), so the
+world model's facts hold literally:
 
-- a fresh directory on disk is bind-mounted over ``/home``, holding only ``/home/dev`` with a
-  ``.gitconfig`` and an EMPTY ``project/``; nothing of one episode survives into the next;
-- the host name is ``devbox``; HOME, USER, PATH, LANG=C, TZ=UTC and umask 022 are fixed;
+- fresh directories are bind-mounted over ``/home`` and ``/srv``, holding only the user's home
+  with a ``.gitconfig``, the working directory, its files and its git history; nothing of one
+  episode survives into the next;
+- the host name is the world's; HOME, USER, PATH, LANG=C, TZ=UTC and umask 022 are fixed;
 - bash is interactive (its error messages read ``bash: foo: command not found`` as at a
   prompt) without line editing, prompts or history expansion, and reads commands from a pipe,
   so ``cd``, variables and files carry over from one command to the next;
@@ -22,6 +25,7 @@ import contextlib
 import errno
 import os
 import select
+import shlex
 import shutil
 import signal
 import stat
@@ -29,6 +33,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from aw_mcp.trajectories.worlds import SandboxWorld
 
 USER = "dev"
 HOSTNAME = "devbox"
@@ -46,17 +52,20 @@ ENVIRONMENT = {
     "LANG": "C",
     "TZ": "UTC",
 }
-GITCONFIG = f"[user]\n\tname = {GIT_NAME}\n\temail = {GIT_EMAIL}\n[init]\n\tdefaultBranch = main\n"
 
 # Runs as root inside the new namespaces: hands what is in the prepared folder to the user,
-# mounts it,
+# mounts it (and each extra "FOLDER=MOUNT_POINT" of the sixth argument, space-separated),
 # then becomes the user and runs the command. Arguments: root, mount point, user, working
-# directory, host name, then `env` assignments and the command (after `--`).
+# directory, host name, extra mounts, then `env` assignments and the command.
 _SETUP = """set -e
-root="$1"; mount_at="$2"; user="$3"; workdir="$4"; host="$5"; shift 5
+root="$1"; mount_at="$2"; user="$3"; workdir="$4"; host="$5"; extra="$6"; shift 6
 find "$root" -mindepth 1 -exec chown "$user:$user" {} +
 chmod 755 "$root"
 mount --bind "$root" "$mount_at"
+for pair in $extra; do
+  find "${pair%%=*}" -mindepth 1 -exec chown "$user:$user" {} +
+  mount --bind "${pair%%=*}" "${pair#*=}"
+done
 hostname "$host"
 cd "$workdir"
 umask 022
@@ -111,13 +120,17 @@ def sandboxed_command(
     env: dict[str, str],
     command: list[str],
     hostname: str = HOSTNAME,
+    extra_mounts: dict[str, str] | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` as ``user`` with ``root`` mounted at ``mount_at`` (which
     must exist on the host) in private mount and UTS namespaces. What ``root`` holds is
-    handed to ``user``; the environment is exactly ``env``."""
+    handed to ``user``; the environment is exactly ``env``. ``extra_mounts`` maps folders
+    inside ``root`` to more mount points (mounted after ``root``)."""
     ensure_user(user)
-    if not Path(mount_at).is_dir():
-        raise SandboxUnavailable(f"the mount point {mount_at} does not exist on this machine")
+    extra_mounts = extra_mounts or {}
+    for point in [mount_at, *extra_mounts.values()]:
+        if not Path(point).is_dir():
+            raise SandboxUnavailable(f"the mount point {point} does not exist on this machine")
     return [
         "unshare",
         "--mount",
@@ -133,9 +146,25 @@ def sandboxed_command(
         user,
         workdir,
         hostname,
+        " ".join(f"{folder}={point}" for folder, point in extra_mounts.items()),
         *(f"{k}={v}" for k, v in env.items()),
         *command,
     ]
+
+
+# The world of the first generated episodes: an empty project folder of the user dev.
+LEGACY_WORLD = SandboxWorld(user=USER, hostname=HOSTNAME, working_directory=PROJECT)
+
+
+def environment_of(world: SandboxWorld) -> dict[str, str]:
+    """The sandbox shell's whole environment for ``world``'s user."""
+    home = world.home
+    return {**ENVIRONMENT, "HOME": home, "USER": world.user, "LOGNAME": world.user}
+
+
+def gitconfig_of(world: SandboxWorld) -> str:
+    name, email = world.git_identity
+    return f"[user]\n\tname = {name}\n\temail = {email}\n[init]\n\tdefaultBranch = main\n"
 
 
 class BashSandbox:
@@ -146,10 +175,13 @@ class BashSandbox:
         command_timeout: float = 10.0,
         scratch: Path | None = None,
         disk_bytes: int | None = None,
+        world: SandboxWorld = LEGACY_WORLD,
     ):
-        """``disk_bytes``: /home is a tmpfs of that size (a disk that :meth:`fill_disk` can
-        fill for real) instead of a folder on the host's disk."""
+        """``disk_bytes``: the sandbox's folders are on a tmpfs of that size (a disk that
+        :meth:`fill_disk` can fill for real) instead of a folder on the host's disk.
+        ``world``: the user, host, working directory, files and git history to build."""
         self.command_timeout = command_timeout
+        self.world = world
         self._scratch = scratch
         self._disk_bytes = disk_bytes
         self._mounted = False
@@ -165,17 +197,30 @@ class BashSandbox:
                 ["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(self._root)], check=True
             )
             self._mounted = True
-        home = self._root / USER
-        (home / "project").mkdir(parents=True)
-        (home / ".gitconfig").write_text(GITCONFIG)
+        world = self.world
+        # <root>/home is mounted on /home and <root>/srv on /srv: nothing of the host shows.
+        (self._root / "srv").mkdir()
+        home = self._host_path(world.home)
+        home.mkdir(parents=True)
+        (home / ".gitconfig").write_text(gitconfig_of(world))
+        workdir = self._host_path(world.working_directory)
+        workdir.mkdir(parents=True, exist_ok=True)
+        for name, content in world.files.items():
+            target = workdir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+            if name.endswith(".sh"):
+                target.chmod(0o755)
         try:
             argv = sandboxed_command(
-                self._root,
+                self._root / "home",
                 "/home",
-                USER,
-                PROJECT,
-                ENVIRONMENT,
+                world.user,
+                world.working_directory,
+                environment_of(world),
                 ["bash", "--noprofile", "--norc", "--noediting", "-i"],
+                hostname=world.hostname,
+                extra_mounts={str(self._root / "srv"): "/srv"},
             )
         except SandboxUnavailable:
             self.close()
@@ -189,10 +234,34 @@ class BashSandbox:
         )
         try:
             self.run(_INIT)  # what bash printed at start-up (job-control warnings) is dropped
+            if world.git_commits:
+                self._commit_history(world.git_commits)
         except Exception as exc:
             self.close()
             raise SandboxUnavailable(f"the sandbox did not start: {exc}") from exc
         return self
+
+    def _host_path(self, path: str) -> Path:
+        """Where a sandbox path under /home or /srv lies on the host."""
+        assert self._root is not None
+        inside = Path(path)
+        if inside.parts[1:2] not in (("home",), ("srv",)):
+            raise ValueError(f"{path}: a sandbox folder must be under /home or /srv")
+        return self._root.joinpath(*inside.parts[1:])
+
+    def _commit_history(self, commits: tuple[str, ...]) -> None:
+        """The world's git history, made by its user before the episode starts: every file
+        in the first commit, then one empty-tree change per later commit (a line of CHANGES)."""
+        steps = ["git init -q", "git add -A", f"git commit -q -m {shlex.quote(commits[0])}"]
+        for message in commits[1:]:
+            steps += [
+                f"echo {shlex.quote(message)} >> CHANGES",
+                "git add CHANGES",
+                f"git commit -q -m {shlex.quote(message)}",
+            ]
+        output, code = self.run(" && ".join(steps))
+        if code != 0:
+            raise RuntimeError(f"could not build the git history: {output}")
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
@@ -213,12 +282,13 @@ class BashSandbox:
                 if exc.errno != errno.ENOSPC:
                     raise
 
-    def make_read_only(self, path: str = PROJECT) -> None:
-        """Remove the write permission of ``path`` (a path in the sandbox under /home) and of
-        everything in it, for everyone."""
+    def make_read_only(self, path: str | None = None) -> None:
+        """Remove the write permission of ``path`` (a path in the sandbox under /home or /srv;
+        default the working directory) and of everything in it, for everyone."""
+        path = path or self.world.working_directory
         if self._root is None:
             raise RuntimeError("the sandbox is not running")
-        top = self._root / Path(path).relative_to("/home")
+        top = self._host_path(path)
         for folder, dirs, files in os.walk(top):
             for name in [*dirs, *files]:
                 _drop_write(Path(folder) / name)

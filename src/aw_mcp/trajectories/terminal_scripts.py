@@ -1027,6 +1027,43 @@ def heredoc_report(rng: random.Random) -> list[str]:
     ]
 
 
+def explore_world(rng: random.Random) -> list[str]:
+    """Everyday look-arounds whose answers are the world's own facts (who, where, which
+    files, which versions, the git state), then a few changes and reads of them."""
+    d, f = rng.choice(DIRS), fname(rng)
+    a, b = rng.randint(2, 19), rng.randint(2, 19)
+    first = rng.sample(["pwd", "whoami", "hostname", "ls", "ls -a"], rng.randint(2, 4))
+    rest = rng.sample(
+        [
+            "cat README.md",
+            "head -n 3 README.md",
+            "cat requirements.txt",
+            "cat package.json",
+            "ls -1 | wc -l",
+            "echo $HOME",
+            "echo $USER",
+            "id -un",
+            "git status",
+            "git branch",
+            "git log --format=%s",
+            "git log --oneline | wc -l",
+            "python3 --version",
+            "git --version",
+            "uname -s",
+            "cd .. && pwd",
+            "ls ~",
+            "ls tests",
+            "cat main.py",
+            f"cat {f}",
+            f"echo $(({a} * {b}))",
+            f"mkdir {d} && cd {d} && touch {f} && ls",
+            f"echo {q(rng.choice(WORDS))} > {f} && cat {f}",
+        ],
+        rng.randint(5, 8),
+    )
+    return first + rest
+
+
 @dataclass(frozen=True)
 class Template:
     name: str
@@ -1131,11 +1168,21 @@ def template_of(split: Split, episode: int) -> Template:
     return choices[episode % len(choices)]
 
 
-def episode_script(split: Split, seed: int, episode: int) -> tuple[Template, list[str]]:
+# Varied worlds only (``generate terminal --worlds varied``): a training template whose
+# answers are the world's facts, every EXPLORE_EVERY-th training episode. Kept out of the fixed
+# world's list, so the committed fixed-world episodes regenerate as they were.
+EXPLORE = _t(explore_world, "files", "git", "environment")
+EXPLORE_EVERY = 5
+
+
+def episode_script(
+    split: Split, seed: int, episode: int, varied: bool = False
+) -> tuple[Template, list[str]]:
     """The template and commands of one episode: the same (split, seed, episode), the same
     commands, whatever else is generated."""
     rng = random.Random(f"terminal:{split}:{seed}:{episode}")
-    template = template_of(split, episode)
+    explore = varied and split == "train" and episode % EXPLORE_EVERY == 0
+    template = EXPLORE if explore else template_of(split, episode)
     commands = template.build(rng)[:MAX_COMMANDS]
     if len(commands) < MIN_COMMANDS:  # a template bug, not a case to paper over
         raise AssertionError(f"template {template.name} gave {len(commands)} commands")

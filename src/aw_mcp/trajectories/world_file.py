@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from aw_mcp.domain.models import WorldSpec
 from aw_mcp.trajectories.records import load_record_dir
 
 
@@ -44,3 +45,30 @@ def write_world_file(path: Path, world: dict[str, Any], what: str, simulator: st
     text = yaml.dump(world, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header + text, encoding="utf-8")
+
+
+# Per-episode worlds (generated episodes that each ran in a machine of their own): the world
+# of episode E is EPISODE_WORLDS/E.yaml beside the records, layered on the domain's world.
+EPISODE_WORLDS = "worlds"
+
+
+def write_episode_world(directory: Path, episode: str, world: WorldSpec) -> Path:
+    """Write the world episode ``episode`` of ``directory`` ran in."""
+    path = directory / EPISODE_WORLDS / f"{episode}.yaml"
+    write_world_file(
+        path,
+        world.model_dump(exclude_defaults=True),
+        f"machine episode {episode} ran in",
+        "terminal",
+    )
+    return path
+
+
+def episode_worlds(directory: Path) -> dict[str, WorldSpec]:
+    """The per-episode worlds of a record directory, by episode id (none: an empty dict)."""
+    from aw_mcp.domain.loader import load_world
+
+    folder = directory / EPISODE_WORLDS
+    if not folder.is_dir():
+        return {}
+    return {path.stem: load_world(path) for path in sorted(folder.glob("*.yaml"))}
