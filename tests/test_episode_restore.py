@@ -135,3 +135,18 @@ async def test_a_record_that_cannot_be_resumed_begins_a_new_run(tmp_path: Path, 
     await run(server(tmp_path, FakeEngine(fake_reply)), CALLS[3:4])
     assert [r.index for r in read_record_file(path)] == [2, 1]
     assert "not resumed" in caplog.text and "not 1..1" in caplog.text
+
+
+async def test_a_record_torn_by_a_killed_process_is_repaired_and_resumed(tmp_path: Path, caplog):
+    await run(server(tmp_path, FakeEngine(fake_reply)), CALLS[:2])
+    [path] = tmp_path.glob("*.jsonl")
+    whole = path.read_bytes()
+    with path.open("ab") as fh:  # the process died while writing the record of call 3
+        fh.write(whole.splitlines()[-1][:40])
+    await run(server(tmp_path, FakeEngine(fake_reply)), CALLS[3:5])
+    assert [r.index for r in read_record_file(path)] == [1, 2, 3, 4]
+    assert "dropping a torn last line" in caplog.text
+    # A last record that is whole but lacks its newline is kept and completed.
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    await run(server(tmp_path, FakeEngine(fake_reply)), CALLS[5:6])
+    assert [r.index for r in read_record_file(path)] == [1, 2, 3, 4, 5]

@@ -90,10 +90,13 @@ class RecordRestorer:
             if not run:
                 return None
             restore_episode(episode, run, self.catalogue, self.faults)
-        except (DataFileError, RestoreError) as exc:
+        except Exception as exc:
             # The call goes on in a new run (indices from 1 again), as it did before restarts
-            # were survived; the log says why.
-            log.error("episode %r not resumed from %s: %s", episode_id, path, exc)
+            # were survived; the log says why. A resume must never fail the call itself.
+            if isinstance(exc, DataFileError | RestoreError):
+                log.error("episode %r not resumed from %s: %s", episode_id, path, exc)
+            else:
+                log.exception("episode %r not resumed from %s", episode_id, path)
             self.faults.episode_ended(episode.key)  # counters of the partial replay
             return None
         log.info("episode %r (%s) resumed from its record: %d calls", episode_id, domain, len(run))
@@ -101,6 +104,7 @@ class RecordRestorer:
 
     def live_run(self, path: Path, episode_id: str, domain: str) -> list[CallRecord]:
         """The records of the episode's last run, or [] if it ended (or there is none)."""
+        drop_torn_last_line(path)
         mine = [
             r for r in read_jsonl(path, CallRecord) if (r.episode, r.domain) == (episode_id, domain)
         ]
@@ -116,6 +120,29 @@ class RecordRestorer:
             if (episode_id, domain, started) in over:
                 return []
         return sorted((r for r in mine if r.episode_started_at == started), key=lambda r: r.index)
+
+
+def drop_torn_last_line(path: Path) -> None:
+    """Cut off a last line without its newline that is not JSON: the record of a call whose
+    process died while writing it (that call was never answered). Left there, the next record
+    would be appended to it and the file would stay broken for every reader."""
+    with path.open("rb+") as fh:
+        data = fh.read()
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        if not tail.strip():
+            return
+        try:
+            json.loads(tail)
+        except ValueError:
+            pass
+        else:  # a whole record that only lacks its newline: complete the line
+            fh.write(b"\n")
+            return
+        log.warning(
+            "%s: dropping a torn last line (%d bytes) of a call never answered", path, len(tail)
+        )
+        fh.truncate(cut)
 
 
 def restore_episode(
