@@ -23,9 +23,11 @@ from aw_mcp.faults.mislead import LIE_PREFIX, WRONGNESS
 from aw_mcp.faults.scenario import Scenario, load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.simulator import WorldSimulator
+from aw_mcp.viewer.reactions import episode_reactions
 from tests.fake_engine import FakeEngine
 from tests.faults_support import client_for, in_episode, scenario_from
 from tests.test_faults_world import run_commands_on_the_real_model
+from tests.viewer_support import call, fault
 
 pytestmark = pytest.mark.anyio
 
@@ -142,6 +144,23 @@ async def test_a_sticky_lie_stays_in_every_later_prompt():
     records = simulator.episodes.find("ep")[0].records
     assert [[f["effect"] for f in r.faults] for r in records] == [[], ["mislead"], [], []]
     assert records[1].faults[0]["sticky"] is True
+
+
+@pytest.mark.parametrize(
+    ("after", "verdict"),
+    [
+        ([call(2, "list_items", {"page": 1})], "re-checked"),  # the same read again
+        ([call(2, "get_item", {"id": "7"})], "verified"),  # another read
+        ([call(2, "write_file", {"path": "n"})], "built-on"),  # acted on it
+        ([], "ended"),  # finished on it
+    ],
+)
+def test_what_the_agent_did_after_a_lie(after, verdict):
+    lie = call(1, "list_items", {"page": 1}, faults=[fault("lie", effect="mislead")])
+    [reaction] = episode_reactions([lie, *after])
+    assert reaction.mislead == verdict
+    plain = call(1, "list_items", {"page": 1}, faults=[fault("boom")])  # not a mislead fault
+    assert episode_reactions([plain, *after])[0].mislead is None
 
 
 def test_mislead_effects_are_validated():
