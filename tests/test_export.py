@@ -174,3 +174,57 @@ def test_every_observation_is_trained_on_exactly_the_prompt_the_server_sends(rec
             [ChatMessage(role=m.role, content=m.content) for m in messages[:i]]
         )
         assert full.startswith(served + messages[i].content + renderer.eos_token)
+
+
+def test_atif_export_round_trips_through_the_atif_models(tmp_path: Path, capsys):
+    """records -> aw-mcp export --format atif -> a file the ``atif`` models accept, whose steps
+    give back every recorded call (tool, arguments, observation, source, faults, conditions)."""
+    atif = pytest.importorskip("atif", reason="the 'atif' package (a core dependency)")
+    sink = RecordSink(tmp_path / "records")
+    fault = {"scenario": "mislead-ls", "rule": "r", "effect": "error", "preset": "http_502"}
+    records = [
+        _record("ep/α", 1, "echo alpha > a.txt", "[exit code: 0]", source="model"),
+        _record("ep/α", 2, "ls", "bad arguments", is_error=True, source="invalid-arguments"),
+        _record(
+            "ep/α",
+            3,
+            "cat a.txt",
+            "502 Bad Gateway",
+            is_error=True,
+            source="fault",
+            faults=[fault],
+            conditions=["The disk is full."],
+        ),
+    ]
+    for record in records:
+        sink.write(record)
+    out = tmp_path / "atif"
+    assert main(["export", str(tmp_path / "records"), "--out", str(out), "--format", "atif"]) == 0
+    files = list((out / "terminal_atif").glob("*.json"))
+    assert len(files) == 1 and ": 1 trajectory" in capsys.readouterr().out
+    text = files[0].read_text(encoding="utf-8")
+    trajectory = atif.Trajectory.model_validate_json(text)  # validates (extra=forbid models)
+    assert json.loads(text) == trajectory.to_json_dict()  # nothing outside the models
+    assert trajectory.schema_version == "ATIF-v1.8"
+    assert trajectory.session_id == "ep/α"
+    assert "run_command" in {t["function"]["name"] for t in trajectory.agent.tool_definitions}
+    assert [s.step_id for s in trajectory.steps] == [1, 2, 3]
+    for step, record in zip(trajectory.steps, records, strict=True):
+        (call,) = step.tool_calls
+        (result,) = step.observation.results
+        assert result.source_call_id == call.tool_call_id
+        kept = step.extra["aw_mcp"]
+        rebuilt = CallRecord(
+            episode=trajectory.session_id,
+            domain=trajectory.agent.extra["domain"],
+            tool=call.function_name,
+            arguments=call.arguments,
+            observation=result.content,
+            **kept,
+        )
+        assert rebuilt == record
+    # A schema violation is refused by the models (so the export cannot write one).
+    broken = json.loads(text)
+    broken["steps"][1]["step_id"] = 7
+    with pytest.raises(ValueError, match="not sequential"):
+        atif.Trajectory.model_validate(broken)

@@ -20,6 +20,7 @@ from aw_mcp.domain.models import ToolCall, WorldSpec
 from aw_mcp.engines.base import Engine, EngineError, GenerationRequest, GenerationStats
 from aw_mcp.episode.episode import Episode, ObservationSource, Turn, reached_world
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+from aw_mcp.episode.restore import RecordRestorer
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.layer import FaultDecision, FaultLayer, NoFaults
 from aw_mcp.simulation.context_window import ContextFitter
@@ -74,6 +75,10 @@ class WorldSimulator:
         # The store owns episodes; the caches other layers keep per episode follow its lifecycle.
         self.episodes.subscribe(lambda episode: self.faults.layer.episode_ended(episode.key))
         self.episodes.subscribe(lambda episode: self.engine.forget(episode.key))
+        if self.episodes.sink is not None:  # records are durable: episodes survive restarts
+            restorer = RecordRestorer(self.episodes.sink, catalogue, self.faults.layer)
+            self.episodes.restore = restorer
+            self.episodes.subscribe(restorer.episode_over)
         self.recordings = recordings  # serve --replay: answer from recorded episodes
 
     async def warm_up(self) -> None:

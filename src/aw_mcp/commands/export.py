@@ -1,4 +1,5 @@
-"""``aw-mcp export``: record dirs -> AgentWorldBench samples or chat conversations."""
+"""``aw-mcp export``: record dirs -> AgentWorldBench samples, chat conversations or ATIF
+trajectories."""
 
 from __future__ import annotations
 
@@ -10,18 +11,20 @@ from pathlib import Path
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export",
-        help="render record dirs as AgentWorldBench JSONL or chat JSONL for fine-tuning",
+        help="render record dirs as AgentWorldBench JSONL or chat JSONL for fine-tuning, or as "
+        "ATIF trajectories",
         description="Render recorded episodes (a --record-dir, aw-mcp record or generate "
         "output) as the world model's conversations: AgentWorldBench samples "
         "(<domain>_test.jsonl, one per turn) or chat messages (<domain>_chat.jsonl, one per "
-        "episode).",
+        "episode); or as the agent's trajectories in ATIF, the Agent Trajectory Interchange "
+        "Format of Harbor / Terminal-Bench (<domain>_atif/<episode>.json, one per episode).",
     )
     p.add_argument("records", type=Path, metavar="RECORD_DIR")
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
     p.add_argument(
         "--format",
         dest="fmt",
-        choices=["agentworldbench", "chat"],
+        choices=["agentworldbench", "chat", "atif"],
         default="agentworldbench",
     )
     p.add_argument(
@@ -29,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=["default", "agentworld"],
         default="agentworld",
         help="prompt format (default: agentworld; 'default' is what aw-mcp serve sends "
-        "unless told otherwise)",
+        "unless told otherwise); atif does not render prompts",
     )
     p.add_argument(
         "--simulator",
@@ -70,7 +73,8 @@ def _export(args: argparse.Namespace) -> int:
         raise ValueError(f"no records (*.jsonl) under {args.records}")
     resolver = DomainResolver(domains, world, record_dir=args.records)
     written = export_records(episodes, args.out, args.fmt, PROFILES[args.profile](), resolver)
+    unit = {"agentworldbench": "samples", "chat": "episodes", "atif": "trajectory"}[args.fmt]
     for path, count in written.items():
-        print(f"{path}: {count} {'samples' if args.fmt == 'agentworldbench' else 'episodes'}")
+        print(f"{path}: {count} {unit}")
     print(f"{len(episodes)} episodes exported", file=sys.stderr)
     return 0

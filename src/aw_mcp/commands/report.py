@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from aw_mcp.viewer.reactions import OUTCOMES, Tally
+from aw_mcp.viewer.reactions import NOTICED, OUTCOMES, Tally
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,7 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read a record directory and classify what the agent did after each "
         "faulted call (a fault rule fired, a fault answer, a JSON-RPC error): retried (with or "
         "without backoff), looped, adjusted its arguments, switched tools or gave up, and "
-        "whether it repeated a state-changing call blindly. Exit code 1 when --policy limits "
+        "whether it repeated a state-changing call blindly; after a mislead fault (a "
+        "plausible but wrong answer), whether it noticed: re-checked, verified, or built on "
+        "the wrong value. Exit code 1 when --policy limits "
         "are broken, 2 on bad input.",
     )
     p.add_argument("records", type=Path, metavar="RECORD_DIR")
@@ -60,6 +62,15 @@ def _report(args: argparse.Namespace) -> int:
         ):
             print()
             print(_table(title, tallies))
+        misled = [r for r in reactions if r.mislead is not None]
+        if misled:
+            print()
+        for r in misled:
+            verdict = "noticed" if r.mislead in NOTICED else "NOT NOTICED"
+            print(
+                f"mislead {verdict}: episode {r.episode!r} call {r.index} ({r.tool}, "
+                f"{', '.join(r.rules)}): {r.mislead}"
+            )
         for line in broken:
             print(f"policy: {line}", file=sys.stderr)
         if policy is not None and not broken:
@@ -69,6 +80,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _table(title: str, tallies: dict[str, Tally]) -> str:
     head = [title, "faults", *OUTCOMES, "retries", "max", "backoff", "blind writes", "loop"]
+    head += ["misled", "noticed"]
     rows: list[list[str | int]] = [
         [
             name,
@@ -79,6 +91,8 @@ def _table(title: str, tallies: dict[str, Tally]) -> str:
             t.with_backoff,
             t.blind_writes,
             t.longest_loop,
+            t.misled,
+            t.noticed,
         ]
         for name, t in tallies.items()
     ]

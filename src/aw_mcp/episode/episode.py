@@ -128,14 +128,16 @@ class Episode:
         self.conditions: list[WorldCondition] = []
         self.omitted_turns = 0  # oldest turns left out of the prompt to fit the context window
         self.world: WorldSpec | None = None  # the client's own world for this episode, if any
+        self.restored = False  # rebuilt from its record by a server that did not run it
         self.lock = anyio.Lock()
 
     def take_world(self, world: WorldSpec) -> str | None:
-        """Adopt the client's world for this episode (before its first call only); the
-        refusal's text when the episode already runs in another world."""
+        """Adopt the client's world for this episode (before its first call, or the first
+        after a restart: records do not keep it); the refusal's text when the episode already
+        runs in another world."""
         if self.world == world:
             return None
-        if self.records:
+        if self.world is not None or (self.records and not self.restored):
             return (
                 "This episode already runs in another world: a world (_meta aw-mcp/world) "
                 "is set by an episode's first call and cannot change. Reset the episode "

@@ -28,6 +28,8 @@ RECORD_NAME_CHARS = 80  # of the id, in a record file's name; file systems allow
 
 EpisodeListener = Callable[[Episode], None]
 """Called once when an episode ends or is evicted (``episode.state`` says which)."""
+EpisodeRestorer = Callable[[str, str], Episode | None]
+"""The episode (id, domain) rebuilt from durable records, or None (``episode/restore.py``)."""
 
 
 def record_file_name(episode_id: str) -> str:
@@ -71,6 +73,7 @@ class EpisodeStore:
         self.sink = sink
         self._episodes: OrderedDict[tuple[str, str], Episode] = OrderedDict()
         self._listeners: list[EpisodeListener] = []
+        self.restore: EpisodeRestorer | None = None  # set by the simulator with a sink
 
     def subscribe(self, listener: EpisodeListener) -> None:
         """Have ``listener`` told about every episode that ends or is evicted from now on."""
@@ -81,7 +84,8 @@ class EpisodeStore:
         key = (episode_id, domain)
         episode = self._episodes.get(key)
         if episode is None:
-            episode = Episode(episode_id, domain)
+            episode = self.restore(episode_id, domain) if self.restore else None
+            episode = episode or Episode(episode_id, domain)
             self._episodes[key] = episode
             log.info("new episode %r in domain %s", episode_id, domain)
             self._evict_over_limit(keep=key)

@@ -9,13 +9,16 @@ Counting: occurrences count the calls of one episode (one episode id in one doma
 the rule's ``match`` filter, from 1 (``count: matching``, the default: "the 3rd search call"),
 or every call of the episode by its index (``count: all``: "from the 10th call on").
 
-Effects come in three families:
+Effects come in four families:
 - outcome effects replace the world model's answer: ``error`` (an ``isError`` result),
   ``result`` (canned content blocks), ``jsonrpc_error``, ``hang``;
 - output effects damage the world model's answer: ``truncate``, ``empty``, ``corrupt``,
   ``schema_drift``;
+- ``mislead`` asks the world model itself for a plausible but wrong answer (a stale value, a
+  row left out, a count off by one, a success for a write that did not happen);
 - additive effects: ``latency`` and ``world`` (a condition the world model must respect).
-A rule has at most one outcome effect and never both an outcome and an output effect. On one
+A rule has at most one outcome effect and never both an outcome and an output or mislead
+effect. On one
 call, only the first rule (file order, then ``--faults`` order) with an outcome or output effect
 fires; later such rules wait for another call. Additive rules always combine.
 """
@@ -330,6 +333,38 @@ class WorldEffect(_Strict):
     )
 
 
+MisleadWrongness = Literal["stale", "missing-row", "off-by-one", "false-success"]
+
+
+class MisleadEffect(_Strict):
+    """The world model answers, told to make its observation look right but be wrong in the
+    described way (``aw_mcp.faults.mislead`` words the instruction). The record names it."""
+
+    kind: Literal["mislead"]
+    wrongness: MisleadWrongness | None = Field(
+        default=None,
+        description="stale: a value from before the latest change; missing-row: one item of "
+        "a listing left out; off-by-one: a count or number off by one; false-success: a "
+        "success message for a write that did not happen.",
+    )
+    instruction: str | None = Field(
+        default=None,
+        description="How the observation is wrong, in words; overrides the wrongness's "
+        "wording (a wrongness, if given, still names the kind in the record).",
+    )
+    sticky: bool = Field(
+        default=False,
+        description="Keep the rest of the episode consistent with the lie (later "
+        "observations agree with it). Unset: later calls see the true state again.",
+    )
+
+    @model_validator(mode="after")
+    def _says_how(self) -> MisleadEffect:
+        if self.wrongness is None and not (self.instruction or "").strip():
+            raise ValueError("give a wrongness or an instruction")
+        return self
+
+
 Effect = Annotated[
     ErrorEffect
     | ResultEffect
@@ -340,12 +375,14 @@ Effect = Annotated[
     | EmptyEffect
     | CorruptEffect
     | SchemaDriftEffect
+    | MisleadEffect
     | WorldEffect,
     Field(discriminator="kind"),
 ]
 
 OUTCOME_KINDS = frozenset({"error", "result", "jsonrpc_error", "hang"})
 OUTPUT_KINDS = frozenset({"truncate", "empty", "corrupt", "schema_drift"})
+ANSWER_KINDS = OUTCOME_KINDS | OUTPUT_KINDS | {"mislead"}  # one such rule per call
 
 
 class Rule(_Strict):
@@ -367,14 +404,18 @@ class Rule(_Strict):
             )
         if outcomes and any(k in OUTPUT_KINDS for k in kinds):
             raise ValueError(f"{outcomes[0]} replaces the answer; output effects cannot apply")
-        if kinds.count("latency") > 1:
-            raise ValueError("at most one latency effect per rule")
+        if outcomes and "mislead" in kinds:
+            raise ValueError(f"{outcomes[0]} replaces the answer; the world model cannot mislead")
+        for kind in ("latency", "mislead"):
+            if kinds.count(kind) > 1:
+                raise ValueError(f"at most one {kind} effect per rule")
         return self
 
     @property
     def decides_output(self) -> bool:
-        """Whether this rule replaces or damages the answer (only one such rule per call)."""
-        return any(e.kind in OUTCOME_KINDS or e.kind in OUTPUT_KINDS for e in self.effects)
+        """Whether this rule replaces, damages or falsifies the answer (only one such rule
+        per call)."""
+        return any(e.kind in ANSWER_KINDS for e in self.effects)
 
 
 class Scenario(_Strict):

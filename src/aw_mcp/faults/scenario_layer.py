@@ -27,6 +27,7 @@ from aw_mcp.answers import ToolAnswer
 from aw_mcp.draws import Draws
 from aw_mcp.episode.episode import WorldCondition
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, JsonRpcFault
+from aw_mcp.faults.mislead import mislead_conditions, wrongness_text
 from aw_mcp.faults.output import damage
 from aw_mcp.faults.presets import error_text, gateway_timeout_text
 from aw_mcp.faults.scenario import (
@@ -37,6 +38,7 @@ from aw_mcp.faults.scenario import (
     JsonRpcErrorEffect,
     LatencyEffect,
     Match,
+    MisleadEffect,
     ResultEffect,
     Rule,
     Scenario,
@@ -188,6 +190,14 @@ class ScenarioFaultLayer:
                     )
                 )
                 detail = {"condition": effect.condition, "calls": effect.calls}
+            elif isinstance(effect, MisleadEffect):
+                source = f"fault:{scenario.name}/{rule.id}"
+                decision.conditions += mislead_conditions(effect, source, call.call_index)
+                detail = {
+                    "wrongness": effect.wrongness,
+                    "instruction": wrongness_text(effect),
+                    "sticky": effect.sticky,
+                }
             elif effect.kind in OUTPUT_KINDS:
                 detail = effect.model_dump(exclude={"kind"}, exclude_none=True)
                 decision.transforms.append(

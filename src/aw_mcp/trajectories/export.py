@@ -17,17 +17,27 @@ Two file formats are built on it:
 - chat (``<domain>_chat.jsonl``): one line per episode, ``{"messages": [...]}``; each assistant
   message says whether it is one of the episode's observations (``"observation": true``) or a
   demonstration (false).
+
+A third is the agent's side of the same records, not the world model's:
+
+- ATIF (``<domain>_atif/<episode>.json``, the Agent Trajectory Interchange Format of Harbor /
+  Terminal-Bench, built with the ``atif`` package's pydantic models): one trajectory per
+  episode, one agent step per recorded call (refused and failed calls included), its tool call
+  and the observation the agent got back. What ATIF has no field for (where the answer came
+  from, the faults that fired, the world conditions) is kept in each step's ``extra.aw_mcp``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from aw_mcp import __version__
 from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.domain.mirror import mirror_domain
@@ -35,9 +45,14 @@ from aw_mcp.domain.models import DomainSpec, ToolCall, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+from aw_mcp.episode.store import record_file_name
 from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
 
-ExportFormat = Literal["agentworldbench", "chat"]
+if TYPE_CHECKING:
+    import atif
+
+ExportFormat = Literal["agentworldbench", "chat", "atif"]
+ATIF_SCHEMA_VERSION = "ATIF-v1.8"  # what the pinned ``atif`` package implements
 CAPTURES_FOLDER = "tools"  # aw-mcp record keeps the real server's tools/list here
 
 
@@ -202,6 +217,103 @@ def bench_sample(
     }
 
 
+def _atif_models() -> Any:
+    try:
+        import atif
+    except ImportError:  # a core dependency; missing only from a hand-made environment
+        raise ExportError(
+            "--format atif needs the 'atif' package (pip install 'atif==1.8.0')"
+        ) from None
+    return atif
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def atif_trajectory(episode: RecordedEpisode, resolver: DomainResolver) -> atif.Trajectory:
+    """The episode as an ATIF trajectory, validated by the ``atif`` models on construction.
+
+    The agent is the MCP client that made the calls (aw-mcp does not know which); its tool
+    definitions are the tools the domain serves, in OpenAI function form."""
+    atif = _atif_models()
+    catalogue = resolver.catalogue(episode.domain)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": served.public_name,
+                "description": served.spec.description,
+                "parameters": served.spec.input_schema,
+            },
+        }
+        for served in catalogue
+    ]
+    steps = []
+    for step_id, record in enumerate(episode.records, start=1):
+        call_id = f"call-{record.index}"
+        kept = record.model_dump(
+            mode="json", exclude={"episode", "domain", "tool", "arguments", "observation"}
+        )
+        steps.append(
+            atif.Step(
+                step_id=step_id,
+                timestamp=_timestamp(record.started_at),
+                source="agent",
+                message="",  # the agent's own text is not part of an MCP call
+                tool_calls=[
+                    atif.ToolCall(
+                        tool_call_id=call_id,
+                        function_name=record.tool,
+                        arguments=record.arguments,
+                    )
+                ],
+                observation=atif.Observation(
+                    results=[
+                        atif.ObservationResult(
+                            source_call_id=call_id,
+                            content=record.observation,
+                            extra={"is_error": record.is_error},
+                        )
+                    ]
+                ),
+                extra={"aw_mcp": kept},
+            )
+        )
+    return atif.Trajectory(
+        schema_version=ATIF_SCHEMA_VERSION,
+        session_id=episode.episode,
+        trajectory_id=f"{episode.episode}/{episode.domain}",
+        agent=atif.Agent(
+            name="mcp-client",
+            version="unknown",
+            tool_definitions=tools,
+            extra={"environment": f"aw-mcp {__version__}", "domain": episode.domain},
+        ),
+        steps=steps,
+        final_metrics=atif.FinalMetrics(total_steps=len(steps)),
+        notes="Recorded by aw-mcp: every observation was answered by a simulated world "
+        "(a language world model, a fault rule or a replay; extra.aw_mcp.source says which).",
+    )
+
+
+def export_atif(
+    episodes: list[RecordedEpisode], out: Path, resolver: DomainResolver
+) -> dict[Path, int]:
+    """One ATIF JSON file per episode, ``out/<domain>_atif/<episode>-<hash>.json``."""
+    trajectories = [(e, atif_trajectory(e, resolver)) for e in episodes]  # all, before writing
+    written = {}
+    for episode, trajectory in trajectories:
+        folder = out / f"{episode.domain}_atif"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / (record_file_name(episode.episode).removesuffix(".jsonl") + ".json")
+        text = json.dumps(trajectory.to_json_dict(), ensure_ascii=False, indent=1) + "\n"
+        # A lone surrogate in an id or text is written as its JSON escape, as records are.
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
+        written[path] = 1
+    return written
+
+
 def export_records(
     episodes: list[RecordedEpisode],
     out: Path,
@@ -209,8 +321,10 @@ def export_records(
     profile: PromptProfile,
     resolver: DomainResolver,
 ) -> dict[Path, int]:
-    """Write ``<domain>_test.jsonl`` (agentworldbench) or ``<domain>_chat.jsonl`` (chat)
-    files into ``out``; returns the lines written per file."""
+    """Write ``<domain>_test.jsonl`` (agentworldbench), ``<domain>_chat.jsonl`` (chat) or
+    ATIF files into ``out``; returns the samples, episodes or trajectories written per file."""
+    if fmt == "atif":
+        return export_atif(episodes, out, resolver)
     lines: dict[str, list[str]] = {}
     for episode in episodes:
         if fmt == "agentworldbench":

@@ -14,6 +14,14 @@ rule's or a real server's). The calls that follow it say how the agent reacted:
 - ``switched``: another tool next;
 - ``gave-up``: no further call in the episode.
 
+A ``mislead`` fault (a plausible but wrong answer, no error) also gets ``mislead``: whether the
+agent noticed, read from its next call:
+
+- ``re-checked``: the same call again (a read of the same thing);
+- ``verified``: another read-only call (checked another way before acting);
+- ``built-on``: a state-changing call next: the agent acted on the wrong value;
+- ``ended``: no further call: the agent finished on the wrong value.
+
 ``blind_write`` marks a retry of a state-changing tool with identical arguments: if the
 faulted call did reach the world (a timeout after the write, say), the repeat writes twice.
 Whether a tool is read-only comes from its domain's annotations (``readOnlyHint``, or the
@@ -40,6 +48,9 @@ LOOP_MIN = 3
 
 Outcome = Literal["retried", "looped", "adjusted", "switched", "gave-up"]
 OUTCOMES: tuple[Outcome, ...] = ("retried", "looped", "adjusted", "switched", "gave-up")
+MisleadReaction = Literal["re-checked", "verified", "built-on", "ended"]
+MISLEAD_REACTIONS: tuple[MisleadReaction, ...] = ("re-checked", "verified", "built-on", "ended")
+NOTICED: frozenset[MisleadReaction] = frozenset({"re-checked", "verified"})
 
 # Words that name a read in a tool's name (split at _ - . / and camelCase).
 READ_WORDS = frozenset(
@@ -83,6 +94,20 @@ def is_fault_hit(record: CallRecord) -> bool:
     return bool(record.faults) or record.source in FAULT_SOURCES
 
 
+def is_mislead(record: CallRecord) -> bool:
+    return any(f.get("effect") == "mislead" for f in record.faults)
+
+
+def mislead_reaction(records: list[CallRecord], at: int) -> MisleadReaction:
+    """What the agent did right after the misleading answer ``records[at]``."""
+    if at + 1 >= len(records):
+        return "ended"
+    following = records[at + 1]
+    if same_call(following, records[at]):
+        return "re-checked"
+    return "verified" if is_read_only(following.domain, following.tool) else "built-on"
+
+
 def rule_names(record: CallRecord) -> list[str]:
     """``scenario/rule`` of each rule that fired; ``(rpc-error)`` or ``(fault)`` when the
     record names none (a real server's JSON-RPC error)."""
@@ -108,6 +133,7 @@ class Reaction:
     next_tool: str | None = None
     blind_write: bool = False
     recovered: bool = False  # the last identical retry succeeded
+    mislead: MisleadReaction | None = None  # a mislead fault only: did the agent notice?
 
 
 def same_call(a: CallRecord, b: CallRecord) -> bool:
@@ -147,6 +173,7 @@ def react(records: list[CallRecord], at: int) -> tuple[Reaction, int]:
         waits=waits,
         backoff=has_backoff(waits) if waits else None,
         loop=failing,
+        mislead=mislead_reaction(records, at) if is_mislead(hit) else None,
     )
     if reaction.retries:
         last = attempts[-1]
@@ -189,6 +216,8 @@ class Tally:
     blind_writes: int = 0
     longest_loop: int = 0
     recovered: int = 0
+    misled: int = 0  # mislead faults
+    noticed: int = 0  # of which the agent re-checked or verified
 
     def add(self, r: Reaction) -> None:
         self.faults += 1
@@ -199,6 +228,9 @@ class Tally:
         self.blind_writes += r.blind_write
         self.longest_loop = max(self.longest_loop, r.loop)
         self.recovered += r.recovered
+        if r.mislead is not None:
+            self.misled += 1
+            self.noticed += r.mislead in NOTICED
 
 
 def tally(reactions: list[Reaction], key: Literal["tool", "rule"]) -> dict[str, Tally]:
@@ -214,6 +246,7 @@ def summary(reactions: list[Reaction]) -> dict:
     return {
         "faults": len(reactions),
         "outcomes": {o: sum(r.outcome == o for r in reactions) for o in OUTCOMES},
+        "mislead": {m: sum(r.mislead == m for r in reactions) for m in MISLEAD_REACTIONS},
         "by_tool": {k: asdict(v) for k, v in tally(reactions, "tool").items()},
         "by_rule": {k: asdict(v) for k, v in tally(reactions, "rule").items()},
         "reactions": [asdict(r) for r in reactions],
