@@ -19,6 +19,13 @@ SOURCE_NAMES: dict[str, str] = {
     "terminal": "terminal",
     "os": "os_home",
     "swe": "swe_repo",
+    "everything": "everything",
+    "memory": "memory",
+    "time": "time_zones",
+    "sequential-thinking": "sequential_thinking",
+    "fetch": "fetch",
+    "sqlite": "sqlite",
+    "web": "web",
 }
 
 
