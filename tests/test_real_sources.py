@@ -35,6 +35,7 @@ from aw_mcp.trajectories.records import load_record_dir
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
 from aw_mcp.trajectories.sources import SOURCE_NAMES, source, web_sites
 from aw_mcp.trajectories.sources import web as web_source
+from aw_mcp.trajectories.volatile import mask_volatile
 from tests.fake_engine import FakeEngine
 
 MCP_SOURCES = [name for name in SOURCE_NAMES if isinstance(source(name), McpWorld)]
@@ -205,3 +206,16 @@ def test_a_playwright_episode_on_loopback_is_recorded_and_replays(tmp_path: Path
     assert web_sites.SHOP_URL in observations[0] or web_sites.DOCS_URL in observations[0]
     settings = ServeSettings(simulator=["web"], replay=out, replay_miss="error")
     anyio.run(_replay, out, settings)
+
+
+def test_values_no_simulator_can_know_are_masked_and_nothing_else():
+    real = (
+        "- [Snapshot](.playwright-mcp/page-2026-12-01T12-44-12-187Z.yml)\n"
+        "- New console entries: .playwright-mcp/console-2026-12-01T12-44-12-324Z.log#L1\n"
+        '"datetime": "2026-12-01T13:27:00+01:00", ref=f1e5, Order number: 56792'
+    )
+    assert mask_volatile(real) == (
+        "- [Snapshot](.playwright-mcp/page-<time>.yml)\n"
+        "- New console entries: .playwright-mcp/console-<time>.log#L1\n"
+        '"datetime": "<datetime>", ref=f1e5, Order number: 56792'
+    )
