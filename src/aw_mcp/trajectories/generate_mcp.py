@@ -200,6 +200,25 @@ MCP_USER = "mcp"
 MCP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 
+def mcp_user_world(
+    templates: list[Template],
+    env: dict[str, str] | None = None,
+    seed: Callable[[Path], None] | None = None,
+    **fields: Any,
+) -> McpWorld:
+    """A source whose servers run as :data:`MCP_USER` in a fresh ``/home/mcp`` (``seed``
+    fills it; empty by default), its scripts drawn from ``templates``."""
+    return McpWorld(
+        mount_at="/home",
+        workdir=f"/home/{MCP_USER}",
+        user=MCP_USER,
+        env={**MCP_ENV, **(env or {})},
+        seed=seed or home_seed(MCP_USER),
+        scripts=template_scripts(templates),
+        **fields,
+    )
+
+
 def python_server(name: str, command: str) -> str:
     """Where .ci/run installs the PyPI server ``name``: its own virtualenv under /opt, made
     with Debian's python (the sandbox's user cannot reach one under /root)."""

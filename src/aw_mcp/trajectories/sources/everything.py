@@ -11,13 +11,9 @@ from __future__ import annotations
 import random
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
-    MCP_USER,
     Call,
-    McpWorld,
     Template,
-    home_seed,
-    template_scripts,
+    mcp_user_world,
 )
 
 PACKAGE = "@modelcontextprotocol/server-everything"
@@ -78,27 +74,20 @@ def _mixed_session(rng: random.Random) -> list[Call]:  # held out
     ]
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="everything",
     domain="mcp",
     summary="the MCP reference server 'everything' as the mcp world (needs root, node and "
     f"the npm package {PACKAGE})",
     versions={PACKAGE: VERSION},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env=MCP_ENV,
-    seed=home_seed(MCP_USER),
     servers={"everything": ["mcp-server-everything"]},
-    scripts=template_scripts(
-        [
-            Template("arithmetic", _arithmetic),
-            Template("toggles", _toggles),
-            Template("weather", _weather),
-            Template("errors", _errors),
-            Template("mixed_session", _mixed_session, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("arithmetic", _arithmetic),
+        Template("toggles", _toggles),
+        Template("weather", _weather),
+        Template("errors", _errors),
+        Template("mixed_session", _mixed_session, heldout=True),
+    ],
     world={
         "facts": {
             "server": f"{PACKAGE} {VERSION} (server name mcp-servers/everything 2.0.0), "

@@ -13,14 +13,10 @@ from __future__ import annotations
 import random
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
-    MCP_USER,
     Call,
-    McpWorld,
     Template,
-    home_seed,
+    mcp_user_world,
     python_server,
-    template_scripts,
 )
 from aw_mcp.trajectories.sources.web_sites import BOOKS, DOCS_URL, HOST, SHOP_URL, serving
 
@@ -101,26 +97,19 @@ def _paged_reading(rng: random.Random) -> list[Call]:  # held out
     ]
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="fetch",
     summary=f"the fetch MCP server on the loopback bookshop and manuals (needs root and "
     f"{PACKAGE} in /opt/aw-mcp-fetch)",
     versions={PACKAGE: VERSION},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env=MCP_ENV,
-    seed=home_seed(MCP_USER),
     servers={"fetch": [python_server("fetch", "mcp-server-fetch"), "--allow-private-ips"]},
-    scripts=template_scripts(
-        [
-            Template("shop", _shop),
-            Template("docs", _docs),
-            Template("errors", _errors),
-            Template("valgrind", _valgrind, heldout=True),
-            Template("paged_reading", _paged_reading, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("shop", _shop),
+        Template("docs", _docs),
+        Template("errors", _errors),
+        Template("valgrind", _valgrind, heldout=True),
+        Template("paged_reading", _paged_reading, heldout=True),
+    ],
     around=serving,
     world={
         "facts": {

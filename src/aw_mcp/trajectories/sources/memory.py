@@ -13,13 +13,10 @@ import itertools
 import random
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
     MCP_USER,
     Call,
-    McpWorld,
     Template,
-    home_seed,
-    template_scripts,
+    mcp_user_world,
 )
 
 PACKAGE = "@modelcontextprotocol/server-memory"
@@ -165,25 +162,19 @@ def _project_tracker(rng: random.Random) -> list[Call]:  # held out
     ]
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="memory",
     summary=f"the knowledge-graph memory MCP server (needs root, node and {PACKAGE})",
     versions={PACKAGE: VERSION},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env={**MCP_ENV, "MEMORY_FILE_PATH": MEMORY_FILE},
-    seed=home_seed(MCP_USER),
+    env={"MEMORY_FILE_PATH": MEMORY_FILE},
     servers={"memory": ["mcp-server-memory"]},
-    scripts=template_scripts(
-        [
-            Template("build_and_read", _build_and_read),
-            Template("observations", _observations),
-            Template("deletions", _deletions),
-            Template("mistakes", _mistakes),
-            Template("project_tracker", _project_tracker, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("build_and_read", _build_and_read),
+        Template("observations", _observations),
+        Template("deletions", _deletions),
+        Template("mistakes", _mistakes),
+        Template("project_tracker", _project_tracker, heldout=True),
+    ],
     world={
         "facts": {
             "server": f"{PACKAGE} {VERSION} (server name memory-server 0.6.3)",

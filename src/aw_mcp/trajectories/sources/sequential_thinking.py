@@ -10,13 +10,9 @@ from __future__ import annotations
 import random
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
-    MCP_USER,
     Call,
-    McpWorld,
     Template,
-    home_seed,
-    template_scripts,
+    mcp_user_world,
 )
 
 PACKAGE = "@modelcontextprotocol/server-sequential-thinking"
@@ -86,25 +82,19 @@ def _branching(rng: random.Random) -> list[Call]:  # held out
     return calls
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="sequential-thinking",
     summary=f"the sequential-thinking MCP server (needs root, node and {PACKAGE})",
     versions={PACKAGE: VERSION},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env={**MCP_ENV, "DISABLE_THOUGHT_LOGGING": "true"},
-    seed=home_seed(MCP_USER),
+    env={"DISABLE_THOUGHT_LOGGING": "true"},
     servers={"sequential-thinking": ["mcp-server-sequential-thinking"]},
-    scripts=template_scripts(
-        [
-            Template("linear", _linear),
-            Template("revision", _revision),
-            Template("longer_plan", _longer_plan),
-            Template("invalid", _invalid),
-            Template("branching", _branching, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("linear", _linear),
+        Template("revision", _revision),
+        Template("longer_plan", _longer_plan),
+        Template("invalid", _invalid),
+        Template("branching", _branching, heldout=True),
+    ],
     world={
         "facts": {
             "server": f"{PACKAGE} {VERSION}",

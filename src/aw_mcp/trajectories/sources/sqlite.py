@@ -13,13 +13,11 @@ import sqlite3
 from pathlib import Path
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
     MCP_USER,
     Call,
-    McpWorld,
     Template,
+    mcp_user_world,
     python_server,
-    template_scripts,
 )
 
 PACKAGE = "mcp-server-sqlite"
@@ -141,25 +139,19 @@ def _errors(rng: random.Random) -> list[Call]:
     return [*rng.sample(bad, 3), ("read_query", {"query": "SELECT COUNT(*) FROM customers"})]
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="sqlite",
     summary=f"the SQLite MCP server, held out entirely (needs root and {PACKAGE} in "
     "/opt/aw-mcp-sqlite)",
     versions={PACKAGE: VERSION, "mcp": "1.30.0"},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env=MCP_ENV,
     seed=_seed,
     servers={"sqlite": [python_server("sqlite", "mcp-server-sqlite"), "--db-path", DATABASE]},
-    scripts=template_scripts(
-        [
-            Template("explore", _explore, heldout=True),
-            Template("write", _write, heldout=True),
-            Template("schema", _schema, heldout=True),
-            Template("errors", _errors, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("explore", _explore, heldout=True),
+        Template("write", _write, heldout=True),
+        Template("schema", _schema, heldout=True),
+        Template("errors", _errors, heldout=True),
+    ],
     world={
         "facts": {
             "server": f"{PACKAGE} {VERSION} (server name sqlite) on {DATABASE}",

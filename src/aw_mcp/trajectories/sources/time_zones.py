@@ -11,14 +11,10 @@ from __future__ import annotations
 import random
 
 from aw_mcp.trajectories.generate_mcp import (
-    MCP_ENV,
-    MCP_USER,
     Call,
-    McpWorld,
     Template,
-    home_seed,
+    mcp_user_world,
     python_server,
-    template_scripts,
 )
 
 PACKAGE = "mcp-server-time"
@@ -90,24 +86,17 @@ def _meeting_planner(rng: random.Random) -> list[Call]:  # held out
     ]
 
 
-SOURCE = McpWorld(
+SOURCE = mcp_user_world(
     name="time",
     summary=f"the time MCP server (needs root and {PACKAGE} in /opt/aw-mcp-time)",
     versions={PACKAGE: VERSION},
-    mount_at="/home",
-    workdir=f"/home/{MCP_USER}",
-    user=MCP_USER,
-    env=MCP_ENV,
-    seed=home_seed(MCP_USER),
     servers={"time": [python_server("time", "mcp-server-time"), "--local-timezone", "UTC"]},
-    scripts=template_scripts(
-        [
-            Template("now", _now),
-            Template("convert", _convert),
-            Template("errors", _errors),
-            Template("meeting_planner", _meeting_planner, heldout=True),
-        ]
-    ),
+    templates=[
+        Template("now", _now),
+        Template("convert", _convert),
+        Template("errors", _errors),
+        Template("meeting_planner", _meeting_planner, heldout=True),
+    ],
     world={
         "facts": {
             "server": f"{PACKAGE} {VERSION} (server name mcp-time), local timezone UTC",
