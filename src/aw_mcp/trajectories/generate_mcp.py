@@ -35,8 +35,10 @@ import anyio
 import yaml
 from mcp import Client, MCPError
 
+from aw_mcp.domain.loader import bundled_domain_names
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.progress_bar import add_quiet_flag, counted
+from aw_mcp.trajectories.export import CAPTURES_FOLDER
 from aw_mcp.trajectories.record_proxy import observation_of, proxy_target
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, sandboxed_command
 from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
@@ -324,12 +326,15 @@ def generate_mcp_world(
             anyio.run(_run_episode, world, out, episode, calls)
             paths.append(path)
     if world.world:
+        domain = world.domain or world.name
         world.world.setdefault("facts", {})["date"] = recorded_date_fact(out)
+        mirrored = domain not in bundled_domain_names()  # served from its captured tools/list
         write_world_file(
             out / "world.yaml",
             world.world,
             f"recorded {world.name} episodes (the seed every episode starts from)",
-            world.domain or world.name,
+            domain,
+            f"--tools-from {out / CAPTURES_FOLDER / domain}.json" if mirrored else None,
         )
     write_source_file(out, world, split, seed, episodes)
     return paths
