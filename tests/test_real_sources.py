@@ -190,6 +190,7 @@ def test_a_time_server_episode_is_recorded_in_the_sandbox_and_replays(tmp_path: 
     assert '"timezone"' in episode.records[0].observation  # the real server's JSON answer
     info = yaml.safe_load((out / "source.yaml").read_text())
     assert info["versions"] == {"mcp-server-time": "2026.10.19"} and info["split"] == "heldout"
+    assert "serve --tools-from" in (out / "world.yaml").read_text().splitlines()[1]
     anyio.run(_replay, out, ServeSettings(tools_from=[out / "tools" / "time.json"], replay=out))
 
 
