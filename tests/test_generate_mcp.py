@@ -11,18 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aw_mcp.trajectories.generate_mcp import (
-    HOME_ALEX,
-    NOTES,
-    SWE_COMMITS,
-    _os_script,
-    _swe_script,
-    generate_mcp_world,
-    prepare_world,
-    swe_world_facts,
-)
+from aw_mcp.cli import main
+from aw_mcp.trajectories.generate_mcp import generate_mcp_world, prepare_world
 from aw_mcp.trajectories.records import load_record_dir
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.trajectories.sources import SOURCE_NAMES
+from aw_mcp.trajectories.sources.os_home import HOME_ALEX, NOTES, _os_script
+from aw_mcp.trajectories.sources.swe_repo import SWE_COMMITS, _swe_script, swe_world_facts
 
 
 def _missing() -> str:
@@ -74,3 +69,15 @@ def test_os_episode_recorded_from_the_real_filesystem_server(tmp_path: Path):
     assert world["replace_notes"] is True
     assert json.dumps(NOTES) in world["notes"][0]
     assert world["facts"]["allowed_directories"] == HOME_ALEX
+
+
+def test_generate_lists_every_source_with_its_pinned_versions(capsys):
+    assert main(["generate", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(SOURCE_NAMES)
+    assert "@modelcontextprotocol/server-filesystem 2026.8.31" in listed[1]
+
+
+def test_an_unknown_source_is_a_clear_error(capsys):
+    assert main(["generate", "nope", "--out", "x"]) == 2
+    assert "no source 'nope'; sources: terminal, os, swe" in capsys.readouterr().err

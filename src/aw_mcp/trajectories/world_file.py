@@ -36,11 +36,14 @@ def recorded_date_fact(directory: Path) -> str:
     )
 
 
-def write_world_file(path: Path, world: dict[str, Any], what: str, simulator: str) -> None:
-    """``world`` as YAML with a header naming what it describes and how to serve it."""
+def write_world_file(
+    path: Path, world: dict[str, Any], what: str, simulator: str, serve: str | None = None
+) -> None:
+    """``world`` as YAML with a header naming what it describes and how to serve it
+    (``serve``: the flags that pick the domain, default ``--simulator <simulator>``)."""
     header = (
         f"# World facts of the {what}.\n"
-        f"# Pass with: aw-mcp serve --simulator {simulator} --world THIS_FILE\n"
+        f"# Pass with: aw-mcp serve {serve or f'--simulator {simulator}'} --world THIS_FILE\n"
     )
     text = yaml.dump(world, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,66 @@
+"""Source ``terminal``: real bash in a sandbox (generate_terminal.py does the work)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from aw_mcp.progress_bar import add_quiet_flag
+
+
+class TerminalSource:
+    def __init__(self) -> None:
+        self.name = "terminal"
+        self.summary = (
+            "real bash in a sandbox: as user dev in an empty /home/dev/project, or each "
+            "episode in a machine of its own (--worlds varied); needs root and unshare"
+        )
+        self.versions: dict[str, str] = {}  # bash, git, python3...: measured into world.yaml
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--episodes", type=int, default=10)
+        parser.add_argument(
+            "--split",
+            choices=["train", "heldout"],
+            default="train",
+            help="which script templates to draw from (held-out ones never appear in training)",
+        )
+        parser.add_argument("--command-timeout", type=float, default=10.0, metavar="SECONDS")
+        parser.add_argument(
+            "--world-fault",
+            metavar="SCENARIO",
+            help="run every episode under a real world condition from a bundled fault "
+            "scenario (sandbox-disk-full, sandbox-read-only), its calls labelled with the "
+            "condition text",
+        )
+        parser.add_argument(
+            "--worlds",
+            choices=["fixed", "varied"],
+            default="fixed",
+            help="fixed: every episode as user dev in an empty /home/dev/project; varied: "
+            "each episode in a machine of its own (user, host, working directory, files, git "
+            "history; a quarter in the bundled Terminal world's), written to "
+            "OUT/worlds/EPISODE.yaml",
+        )
+        add_quiet_flag(parser)
+
+    def generate(self, args: argparse.Namespace) -> list[Path]:
+        from aw_mcp.trajectories.generate_terminal import generate_terminal
+
+        if args.episodes < 1:
+            raise ValueError("--episodes must be at least 1")
+        return generate_terminal(
+            args.out,
+            args.seed,
+            args.episodes,
+            args.split,
+            args.command_timeout,
+            args.quiet,
+            args.world_fault,
+            args.worlds,
+        )
+
+
+SOURCE = TerminalSource()

@@ -1,0 +1,222 @@
+"""The real sources beyond bash, filesystem and git: their held-out rules, the loopback sites
+they record against, and one real episode each from a real third-party MCP server
+(mcp-server-time) and from Playwright MCP driving Chromium, replayed by `serve --replay` to a
+real client with identical observations."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from mcp import Client
+
+from aw_mcp.config import ServeSettings
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.runtime import build_simulator
+from aw_mcp.server.app import build_server
+from aw_mcp.server.episode_identity import EPISODE_META_KEY
+from aw_mcp.trajectories.generate_mcp import (
+    McpWorld,
+    Ref,
+    generate_mcp_world,
+    prepare_world,
+    resolve_refs,
+)
+from aw_mcp.trajectories.record_proxy import observation_of
+from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.trajectories.sources import SOURCE_NAMES, source, web_sites
+from aw_mcp.trajectories.sources import web as web_source
+from aw_mcp.trajectories.volatile import mask_volatile
+from tests.fake_engine import FakeEngine
+
+MCP_SOURCES = [name for name in SOURCE_NAMES if isinstance(source(name), McpWorld)]
+NEW_SOURCES = [name for name in MCP_SOURCES if name not in ("os", "swe")]  # os/swe: no split
+
+
+def test_at_least_eight_real_sources_each_with_pinned_versions():
+    assert len(SOURCE_NAMES) >= 8
+    for name in NEW_SOURCES:
+        world = source(name)
+        assert world.versions, f"{name} pins no server version"
+        assert set(world.scripts) <= {"train", "heldout"} and "heldout" in world.scripts
+
+
+def test_sqlite_is_held_out_entirely_and_held_out_sites_never_appear_in_training():
+    assert set(source("sqlite").scripts) == {"heldout"}
+    for name in ("web", "fetch"):
+        train = source(name).scripts["train"]
+        urls = {
+            json.dumps(args, default=repr)
+            for n in range(200)
+            for _, args in train(random.Random(f"t{n}"))
+        }
+        assert not any("/valgrind/" in u for u in urls), f"{name} trains on the held-out site"
+        heldout = source(name).scripts["heldout"]
+        assert any(
+            "/valgrind/" in json.dumps(args, default=repr)
+            for n in range(50)
+            for _, args in heldout(random.Random(f"h{n}"))
+        )
+
+
+def test_scripts_depend_only_on_the_seed():
+    for name in MCP_SOURCES:
+        for script in source(name).scripts.values():
+            assert script(random.Random("a")) == script(random.Random("a"))
+
+
+def test_refs_are_taken_from_the_latest_snapshot_or_on_purpose_from_the_first():
+    seen = [
+        '- link "Books" [ref=e5] [cursor=pointer]:\n- button "Add to cart" [ref=e23]',
+        '- link "Books" [ref=f1e5] [cursor=pointer]:\n- button "Add to cart" [ref=f1e9]\n'
+        '- button "Add to cart" [ref=f1e12]',
+    ]
+    arguments = {
+        "target": Ref("link", "Books"),
+        "fields": [{"target": Ref("button", "Add to cart", nth=1)}],
+        "stale": Ref("link", "Books", first=True),
+    }
+    assert resolve_refs(arguments, seen) == {
+        "target": "f1e5",
+        "fields": [{"target": "f1e12"}],
+        "stale": "e5",
+    }
+    with pytest.raises(LookupError, match='no link "Cart"'):
+        Ref("link", "Cart").resolve(seen)
+
+
+def _get(url: str, data: dict[str, str] | None = None, cookie: str = "") -> tuple[int, str, str]:
+    body = urllib.parse.urlencode(data).encode() if data is not None else None
+    request = urllib.request.Request(url, data=body, headers={"Cookie": cookie})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=10) as response:
+            return response.status, response.read().decode(), response.headers.get("Set-Cookie", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), exc.headers.get("Set-Cookie", "")
+
+
+def test_the_bookshop_is_a_real_app_with_a_cart_checkout_search_and_errors():
+    with web_sites.serving(0, 0) as (shop, _docs):
+        status, page, _ = _get(shop + "/books?page=3")
+        assert status == 200 and "Page 3 of 3" in page and "Previous" in page
+        assert _get(shop + "/books?page=4")[0] == 404
+        assert "No books found for \u201chaskell\u201d" in _get(shop + "/search?q=haskell")[1]
+        assert "2 results for \u201cpython\u201d" in _get(shop + "/search?q=python")[1]
+        status, _, cookie = _get(shop + "/cart/add", {"book_id": "6", "quantity": "2"})
+        assert status == 303 and cookie.startswith("cart=6%3A2")
+        cart = "cart=6:2"
+        assert "Total: $111.98" in _get(shop + "/cart", cookie=cart)[1]
+        bad = {"name": "", "email": "x@y", "address": "A", "country": "France"}
+        status, page, _ = _get(shop + "/checkout", bad, cookie=cart)
+        assert status == 400 and "Full name is required." in page
+        assert "\u201cx@y\u201d is not a valid email address." in page
+        good = {"name": "Sam", "email": "sam@example.com", "address": "A", "country": "France"}
+        status, page, cookie = _get(shop + "/checkout", good, cookie=cart)
+        assert status == 200 and "Thank you for your order!" in page and "Max-Age=0" in cookie
+        assert _get(shop + "/gift-cards")[0] == 500
+        assert _get(shop + "/books/13")[0] == 404
+
+
+def test_the_bundled_web_world_describes_the_site_the_sandbox_serves():
+    world = load_domain("web").world
+    text = json.dumps(world.model_dump(), ensure_ascii=False)
+    assert web_sites.SHOP_URL in text and web_sites.DOCS_URL in text
+    for book in web_sites.BOOKS:
+        assert f"{book.title} ({book.author}, {book.year}) {book.price}" in text
+    for country in web_sites.COUNTRIES:
+        assert country in text
+    assert "example.com" not in text
+
+
+# --- one real episode each, recorded in the sandbox, replayed to a real client --------------
+
+
+def _cannot_record(world_name: str) -> str:
+    world = source(world_name)
+    assert isinstance(world, McpWorld)
+    for command in world.servers.values():
+        if shutil.which(command[0], path=world.environment()["PATH"]) is None:
+            return f"{command[0]} is not installed (see .ci/run)"
+    if world_name == "web" and not Path(web_source.CHROMIUM).exists():
+        return f"Chromium is not at {web_source.CHROMIUM} (apt-get install chromium)"
+    if world_name == "web" and web_sites.missing_docs():
+        return f"the manuals are not installed: {web_sites.missing_docs()}"
+    try:
+        ensure_user(world.user)
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+async def _replay(records: Path, settings: ServeSettings) -> None:
+    """Every recorded episode, called again in order through `serve --replay` by a real
+    client: the observations it reads are the recorded ones, and no model is asked."""
+    never = FakeEngine(fail_with="the model was asked although a recording matches")
+    simulator = build_simulator(settings, engine=never)
+    [episode] = load_record_dir(records)
+    async with Client(build_server(simulator)) as client:
+        for record in episode.records:
+            result = await client.call_tool(
+                record.tool, record.arguments, meta={EPISODE_META_KEY: "agent"}
+            )
+            assert observation_of(result) == record.observation, record.tool
+            assert bool(result.is_error) == record.is_error
+    replayed = simulator.episodes.find("agent")[0].records
+    assert [r.source for r in replayed] == ["replay"] * len(episode.records)
+    assert never.requests == []
+
+
+@pytest.mark.skipif(bool(_cannot_record("time")), reason=_cannot_record("time"))
+def test_a_time_server_episode_is_recorded_in_the_sandbox_and_replays(tmp_path: Path):
+    out = tmp_path / "time"
+    generate_mcp_world(prepare_world("time"), out, seed=2, episodes=1, split="heldout")
+    [episode] = load_record_dir(out)
+    assert episode.domain == "time" and len(episode.records) >= 2
+    assert {r.source for r in episode.records} == {"real"}
+    assert '"timezone"' in episode.records[0].observation  # the real server's JSON answer
+    info = yaml.safe_load((out / "source.yaml").read_text())
+    assert info["versions"] == {"mcp-server-time": "2026.10.19"} and info["split"] == "heldout"
+    assert "serve --tools-from" in (out / "world.yaml").read_text().splitlines()[1]
+    anyio.run(_replay, out, ServeSettings(tools_from=[out / "tools" / "time.json"], replay=out))
+
+
+@pytest.mark.skipif(bool(_cannot_record("web")), reason=_cannot_record("web"))
+def test_a_playwright_episode_on_loopback_is_recorded_and_replays(tmp_path: Path):
+    out = tmp_path / "web"
+    generate_mcp_world(prepare_world("web"), out, seed=1, episodes=1)
+    [episode] = load_record_dir(out)
+    observations = [r.observation for r in episode.records]
+    assert episode.domain == "web" and episode.records[0].tool == "browser_navigate"
+    assert observations[0].startswith("### Ran Playwright code") and "### Page\n" in observations[0]
+    snapshots = [r.observation for r in episode.records if r.tool == "browser_snapshot"]
+    assert snapshots and all("### Snapshot\n```yaml\n" in s for s in snapshots)
+    assert web_sites.SHOP_URL in observations[0] or web_sites.DOCS_URL in observations[0]
+    settings = ServeSettings(simulator=["web"], replay=out, replay_miss="error")
+    anyio.run(_replay, out, settings)
+
+
+def test_values_no_simulator_can_know_are_masked_and_nothing_else():
+    real = (
+        "- [Snapshot](.playwright-mcp/page-2026-12-01T12-44-12-187Z.yml)\n"
+        "- New console entries: .playwright-mcp/console-2026-12-01T12-44-12-324Z.log#L1\n"
+        '"datetime": "2026-12-01T13:27:00+01:00", ref=f1e5, Order number: 56792'
+    )
+    assert mask_volatile(real) == (
+        "- [Snapshot](.playwright-mcp/page-<time>.yml)\n"
+        "- New console entries: .playwright-mcp/console-<time>.log#L1\n"
+        '"datetime": "<datetime>", ref=f1e5, Order number: 56792'
+    )
