@@ -141,7 +141,7 @@ def test_generated_episodes_read_back_what_earlier_steps_wrote(tmp_path: Path):
     world = yaml.safe_load((first / "world.yaml").read_text())
     assert world["facts"]["user"].startswith("dev (uid=")
     assert world["facts"]["working_directory"] == "/home/dev/project"
-    assert "EMPTY" in world["facts"]["project_files"]
+    assert "EMPTY" in world["facts"]["files"] and "NOT a git repository" in world["facts"]["git"]
     first = min(r.started_at for e in episodes.values() for r in e.records)
     assert world["facts"]["date"].startswith(
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(first))

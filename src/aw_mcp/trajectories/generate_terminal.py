@@ -176,19 +176,18 @@ def measure_world() -> dict[str, Any]:
             "home": HOME,
             "working_directory": PROJECT,
             **{k: v for k, v in machine_facts(seen).items() if k != "environment"},
-            "project_files": f"{PROJECT} starts EMPTY: no files and no .git; everything in "
-            "it was created by earlier commands of this episode",
+            # The keys the bundled world states them with (its files and history do not hold).
+            "files": f"none: {PROJECT} starts EMPTY; everything in it was created by earlier "
+            "commands of this episode",
+            "git": f"{PROJECT} is NOT a git repository until the episode runs git init; new "
+            f"repositories start on branch main (git user {GIT_NAME} <{GIT_EMAIL}>)",
             "home_contents": f"{HOME} holds only project/ and .gitconfig (user.name "
             f"{GIT_NAME}, user.email {GIT_EMAIL}, init.defaultBranch main)",
             "environment": machine_facts(seen)["environment"],
         },
-        # The bundled Terminal world's notes (a git repository, sudo) do not hold here.
+        # The bundled Terminal world's notes do not hold here.
         "replace_notes": True,
-        "notes": [
-            *machine_notes(USER, seen["sudo"]),
-            "/home/dev/project is NOT a git repository until the episode runs git init; new "
-            "repositories start on branch main.",
-        ],
+        "notes": machine_notes(USER, seen["sudo"]),
     }
 
 
