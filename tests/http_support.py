@@ -132,3 +132,9 @@ def initialize_body(request_id: int | str = 1) -> dict:
             "clientInfo": {"name": "raw-test-client", "version": "0"},
         },
     }
+
+
+# For servers whose every call a fault rule answers: an engine that loads nothing (an
+# OpenAI-compatible server nobody runs; its absence is only logged), so these tests neither
+# wait for nor depend on a local model.
+NO_MODEL = ["--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]

@@ -32,9 +32,10 @@ EpisodeListener = Callable[[Episode], None]
 
 def record_file_name(episode_id: str) -> str:
     """``<readable part>-<hash>.jsonl``: the readable part is the id with anything but letters,
-    digits, ``_.-`` replaced and cut short; the hash is of the exact id, so ids that read the
-    same (``col/x``, ``col_x``, ``col x``) never share a file."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", episode_id)[:RECORD_NAME_CHARS] or "episode"
+    digits, ``_.-`` replaced (a leading ``.`` too: no hidden files) and cut short; the hash is
+    of the exact id, so ids that read the same (``col/x``, ``col_x``, ``col x``) never share a
+    file."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]|^\.", "_", episode_id)[:RECORD_NAME_CHARS] or "episode"
     digest = hashlib.blake2b(episode_id.encode("utf-8", "surrogatepass"), digest_size=6)
     return f"{readable}-{digest.hexdigest()}.jsonl"
 
