@@ -70,7 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def http_options(settings: ServeSettings) -> HttpOptions:
-    from aw_mcp.server.http_app import HttpOptions
+    from aw_mcp.server.http_app import HttpOptions, body_limit
 
     token = settings.auth_token.get_secret_value() if settings.auth_token else None
     return HttpOptions(
@@ -82,6 +82,7 @@ def http_options(settings: ServeSettings) -> HttpOptions:
         allowed_origins=tuple(settings.allowed_origin),
         auth_token=token or None,
         ui=settings.ui,
+        max_body_bytes=body_limit(settings.max_argument_bytes),
     )
 
 
