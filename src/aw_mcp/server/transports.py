@@ -52,7 +52,8 @@ async def serve_stdio(server: Server) -> None:
     # Our own handle on fd 0 (the SDK would divert fd 0 to /dev/null for child processes;
     # simulated tools start none).
     stdin = anyio.wrap_file(
-        io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+        # Bytes that are not UTF-8 stay recognisable (lone surrogates) for screen_line.
+        io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="surrogateescape")
     )
     replies, pending = anyio.create_memory_object_stream[JSONRPCError](16)
     screened: Any = ScreenedLines(stdin, replies)  # the SDK asks for an AsyncFile: lines do
