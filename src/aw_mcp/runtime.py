@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aw_mcp.adapters import AdapterInfo, adapters_profile, default_adapters, read_adapter_info
@@ -197,7 +198,9 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
                 retry_temperature=settings.retry_temperature,
             ),
         ),
-        recordings=Recordings.load(settings.replay, settings.replay_miss)
+        recordings=Recordings.load(
+            _require_folder(settings.replay, "--replay"), settings.replay_miss
+        )
         if settings.replay
         else None,
         grounding=_grounding(settings),
@@ -207,6 +210,14 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
 def _grounding(settings: ServeSettings) -> GroundingIndex | None:
     if settings.grounding is None:
         return None
+    _require_folder(settings.grounding, "--grounding")
     from aw_mcp.grounding import GroundingIndex
 
     return GroundingIndex.from_record_dir(settings.grounding, k=settings.grounding_k)
+
+
+def _require_folder(path: Path, flag: str) -> Path:
+    if not path.is_dir():
+        problem = "it is a file" if path.exists() else "no such folder"
+        raise ValueError(f"{flag} {path}: {problem} (give a folder of call records)")
+    return path

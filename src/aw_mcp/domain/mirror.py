@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import DomainSpec, ToolSpec
 from aw_mcp.json_schemas import schema_errors
-from aw_mcp.yaml_files import DataFileError, read_data_file, validation_problems
+from aw_mcp.yaml_files import DataFileError, line_finder, read_data_file, validation_problems
 
 # The bundled domain whose instructions and world every mirrored tool list uses.
 MIRROR_TEMPLATE_DOMAIN = "mcp"
@@ -43,8 +43,9 @@ class ToolsListFile(BaseModel):
 
 def load_tools_file(path: Path | str) -> list[ToolSpec]:
     """The tools of a capture file; raise DataFileError naming the file, line or tool."""
+    text = read_data_file(path)
     try:
-        data = json.loads(read_data_file(path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFileError(path, [(exc.lineno, f"invalid JSON: {exc.msg}")]) from None
     if isinstance(data, dict) and isinstance(data.get("result"), dict):
@@ -62,7 +63,8 @@ def load_tools_file(path: Path | str) -> list[ToolSpec]:
                     return f" (tool {entry.get('name', '?')!r})"
             return ""
 
-        raise DataFileError(path, validation_problems(exc, describe=tool_named)) from None
+        problems = validation_problems(exc, line_finder(text), describe=tool_named)
+        raise DataFileError(path, problems) from None
 
 
 def mirror_domain_name(path: Path | str) -> str:

@@ -47,7 +47,11 @@ class RecordSink:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission: say so, before serving
+            problem = "it is a file" if directory.is_file() else exc.strerror or str(exc)
+            raise ValueError(f"cannot keep records in {directory}: {problem}") from None
 
     def path_for(self, episode_id: str) -> Path:
         return self.directory / record_file_name(episode_id)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
+import socket
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -79,13 +81,35 @@ def http_app(server: Server, options: HttpOptions, episodes: EpisodeStore | None
     return build_http_app(server, options, episodes)
 
 
-async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port); ValueError saying why when it cannot be had."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        hint = " (another server is using that port: pick another with --port)"
+        problem = f"{exc.strerror or exc}{hint if exc.errno == errno.EADDRINUSE else ''}"
+        raise ValueError(f"cannot listen on {host}:{port}: {problem}") from None
+    return sock
+
+
+async def serve_http(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
+    """Serve on ``sock``; bind it beforehand (``listen_socket``) so that a port in use fails
+    before the model loads and before anything says it is serving."""
     import uvicorn
 
+    sock = sock or listen_socket(options.host, options.port)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_level="warning", lifespan="on"
     )
-    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
+    port = sock.getsockname()[1]
+    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, port, HTTP_PATH)
     if options.ui:
-        log.info("live episodes at http://%s:%d/ui", options.host, options.port)
-    await uvicorn.Server(config).serve()
+        log.info("live episodes at http://%s:%d/ui", options.host, port)
+    await uvicorn.Server(config).serve(sockets=[sock])
