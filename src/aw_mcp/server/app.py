@@ -27,8 +27,9 @@ from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
 from aw_mcp.server.arguments import argument_errors, oversize_error, oversize_summary
-from aw_mcp.server.episode_identity import end_on_close, episode_request
+from aw_mcp.server.episode_identity import client_episode
 from aw_mcp.server.malformed import ExplainInvalidParams
+from aw_mcp.server.world_surface import surface_handlers
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -122,15 +123,8 @@ def build_server(
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
             )
-        request = episode_request(ctx)
-        end_on_close(request, lambda eid: simulator.end_episode(eid, "its connection closed"))
-        if request.reset:
-            simulator.end_episode(request.episode_id, "reset by the client")
-        try:
-            return await simulate(ctx, served, params, request.episode_id)
-        finally:
-            if request.end:
-                simulator.end_episode(request.episode_id, "ended by the client")
+        with client_episode(ctx, simulator.end_episode) as episode_id:
+            return await simulate(ctx, served, params, episode_id)
 
     async def simulate(
         ctx: Any, served: ServedTool, params: types.CallToolRequestParams, episode_id: str
@@ -168,6 +162,7 @@ def build_server(
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
         lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
+        **surface_handlers(simulator),  # resources, prompts, completions the domains declare
     )
     server.middleware.append(ExplainInvalidParams())
     return server

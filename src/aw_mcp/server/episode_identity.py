@@ -28,7 +28,8 @@ import itertools
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -139,3 +140,19 @@ def end_on_close(request: EpisodeRequest, end: Callable[[str], None]) -> None:
         end(request.episode_id)
 
     connection.exit_stack.push_async_callback(on_close)
+
+
+@contextmanager
+def client_episode(ctx: Any, end: Callable[[str, str], None]) -> Iterator[str]:
+    """The episode id of request ``ctx``, with what the client asked done around the work
+    in the block: a reset before, an end after, the end of a legacy connection's episode
+    when the connection closes. ``end(episode_id, reason)`` ends an episode."""
+    request = episode_request(ctx)
+    end_on_close(request, lambda eid: end(eid, "its connection closed"))
+    if request.reset:
+        end(request.episode_id, "reset by the client")
+    try:
+        yield request.episode_id
+    finally:
+        if request.end:
+            end(request.episode_id, "ended by the client")
