@@ -96,7 +96,7 @@ def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "capture",
-        help="save the tools/list of a real MCP server (to serve with --tools-from)",
+        help="save the tools (and resources, prompts) of a real MCP server, for --tools-from",
         description="Connect to a real MCP server as a client and save its tools/list as "
         "JSON. Examples: aw-mcp capture --out time.json -- uvx mcp-server-time; "
         "aw-mcp capture --out x.json --url http://127.0.0.1:8000/mcp",
@@ -106,7 +106,7 @@ def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         required=True,
         metavar="FILE.json",
-        help="where the captured tools/list is written (JSON)",
+        help="where the captured tools/list (and resources, templates, prompts) is written",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
     add_server_arguments(p)
@@ -128,7 +128,8 @@ def _capture(args: argparse.Namespace) -> int:
         print(f"aw-mcp capture: {exc}", file=sys.stderr)
         return 1
     write_capture(capture, args.out)
-    print(f"saved {len(capture['tools'])} tools to {args.out}", file=sys.stderr)
+    counts = ", ".join(f"{len(items)} {key}" for key, items in capture.items())
+    print(f"saved {counts} to {args.out}", file=sys.stderr)
     return 0
 
 
