@@ -40,10 +40,13 @@ def test_a_record_dir_that_is_a_file(tmp_path):
     assert_refused(serve("--record-dir", str(target)), f"cannot keep records in {target}", "file")
 
 
-@pytest.mark.parametrize("flag", ["--grounding", "--replay"])
-def test_a_missing_record_folder(tmp_path, flag):
+@pytest.mark.parametrize(
+    ("flag", "phrase"),
+    [("--grounding", "--grounding {}: no such folder"), ("--replay", "no record directory at {}")],
+)
+def test_a_missing_record_folder(tmp_path, flag, phrase):
     missing = tmp_path / "nowhere"
-    assert_refused(serve(flag, str(missing)), f"{flag} {missing}: no such folder")
+    assert_refused(serve(flag, str(missing)), phrase.format(missing))
 
 
 def test_a_port_out_of_range():

@@ -198,9 +198,7 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
                 retry_temperature=settings.retry_temperature,
             ),
         ),
-        recordings=Recordings.load(
-            _require_folder(settings.replay, "--replay"), settings.replay_miss
-        )
+        recordings=Recordings.load(settings.replay, settings.replay_miss)
         if settings.replay
         else None,
         grounding=_grounding(settings),
