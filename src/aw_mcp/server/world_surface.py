@@ -21,7 +21,7 @@ from typing import Any
 
 from mcp import MCPError, types
 
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import DomainSpec, ToolSimulation, ToolSpec
 from aw_mcp.server.episode_identity import client_episode
@@ -139,10 +139,13 @@ class WorldSurface:
             )
         arguments = {"uri": uri, **({"mimeType": readable.mime_type} if readable.mime_type else {})}
         answer = await self._simulate(ctx, readable.domain, READ, arguments)
-        content = types.TextResourceContents(
-            uri=uri, mime_type=readable.mime_type, text=answer.text
-        )
-        return types.ReadResourceResult(contents=[content])
+        if answer.content:  # a canned result's blocks (a fault rule's): binary content too
+            contents = [resource_contents(b, uri, readable.mime_type) for b in answer.content]
+        else:
+            contents = [
+                types.TextResourceContents(uri=uri, mime_type=readable.mime_type, text=answer.text)
+            ]
+        return types.ReadResourceResult(contents=contents)
 
     async def get_prompt(
         self, ctx: Any, name: str, arguments: dict[str, str] | None
@@ -164,10 +167,14 @@ class WorldSurface:
                 message=f"Prompt {name!r} needs the argument(s): {', '.join(missing)}",
             )
         answer = await self._simulate(ctx, domain, GET_PROMPT, {"name": name, "arguments": given})
-        message = types.PromptMessage(
-            role="user", content=types.TextContent(type="text", text=answer.text)
-        )
-        return types.GetPromptResult(description=prompt.description, messages=[message])
+        blocks = answer.content or [{"type": "text", "text": answer.text}]
+        messages = [
+            types.PromptMessage(
+                role="user", content=CONTENT_BLOCK.validate_python(b, by_name=False)
+            )
+            for b in blocks
+        ]
+        return types.GetPromptResult(description=prompt.description, messages=messages)
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         ref = params.ref
@@ -210,6 +217,25 @@ class WorldSurface:
         if answer.is_error:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{action} failed: {answer.text}")
         return answer
+
+
+def resource_contents(
+    block: dict[str, Any], uri: str, mime_type: str | None
+) -> types.TextResourceContents | types.BlobResourceContents:
+    """A content block of a canned answer as the contents of the resource ``uri``: an embedded
+    resource as it is, text as text, an image or audio as a blob."""
+    if block["type"] == "resource":
+        resource = block["resource"]
+        kind = types.BlobResourceContents if "blob" in resource else types.TextResourceContents
+        return kind.model_validate(resource, by_name=False)
+    if block["type"] == "text":
+        return types.TextResourceContents(uri=uri, mime_type=mime_type, text=block["text"])
+    if block["type"] in ("image", "audio"):
+        mime = block.get("mimeType") or mime_type
+        return types.BlobResourceContents(uri=uri, mime_type=mime, blob=block["data"])
+    raise MCPError(  # a resource link: not the content of a resource
+        code=types.INTERNAL_ERROR, message=f"a {block['type']} block cannot be read as {uri}"
+    )
 
 
 def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
