@@ -165,3 +165,22 @@ def test_a_flood_of_initializes_does_not_close_a_working_clients_session(tmp_pat
         # the flood evicted its own kind: the last of them still has its session
         assert flood[-1].post(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}))[0] == 200
         assert flood[0].post(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}))[0] == 404
+
+
+def test_an_episode_named_by_its_client_outlives_the_eviction_of_its_session(tmp_path):
+    """When every session is established, the least recently used goes; an episode named with
+    Aw-Episode-Id does not end with it: the client initializes again and continues it."""
+    records = tmp_path / "records"
+    args = serve_args(tmp_path, ANSWER, "--max-sessions", "2", "--record-dir", str(records))
+    with http_serve(tmp_path / "server.log", *args) as url:
+        named = RawHttpSession(url, headers={EPISODE_HEADER: "keep"})
+        named.call_tool(2, "run_command", {"command": "touch a"})
+        other = RawHttpSession(url)
+        other.call_tool(2, "run_command", {"command": "ls"})
+        RawHttpSession(url)  # a third client: the named one's session is the oldest idle one
+        ping = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert named.post(ping)[0] == 404
+        again = RawHttpSession(url, headers={EPISODE_HEADER: "keep"})
+        again.call_tool(4, "run_command", {"command": "ls a"})
+    lines = (records / record_file_name("keep")).read_text().splitlines()
+    assert [json.loads(line)["index"] for line in lines] == [1, 2]  # one episode, continued

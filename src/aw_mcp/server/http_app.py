@@ -1,11 +1,11 @@
 """The Streamable HTTP application: bounded sessions, DNS-rebinding protection, bearer token.
 
-Built here rather than with ``Server.streamable_http_app`` because three things it does not do
-are needed by a server that many agents (or a hostile client) reach over the network:
+Built here rather than with ``Server.streamable_http_app`` because things it does not do are
+needed by a server that many agents (or a hostile client) reach over the network:
 - sessions are bounded: idle ones expire after ``session_idle_timeout`` seconds, and at
   ``max_sessions`` an idle session makes room for a new client (the SDK refuses every new
   client with 503 until a session expires on its own): the least recently used of those that
-  never sent a request after ``initialize`` (what a flood of initializes leaves), and only
+  never sent anything past the handshake (what a flood of initializes leaves), and only
   when there is none the least recently used established one;
 - a POST whose client disconnects before its answer cancels its request
   (``aw_mcp.server.http_watch``): a hung call must not hold its episode;
@@ -118,7 +118,7 @@ def transport_security(options: HttpOptions) -> TransportSecuritySettings:
 
 class BoundedSessionManager(StreamableHTTPSessionManager):
     """Sessions expire when idle; at the limit an idle one is closed: the least recently used
-    of those never used past ``initialize``, else the least recently used of all."""
+    of those never used past the handshake, else the least recently used of all."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
