@@ -83,11 +83,8 @@ def http_app(server: Server, options: HttpOptions, episodes: EpisodeStore | None
 
 def listen_socket(host: str, port: int) -> socket.socket:
     """A socket bound to (host, port); ValueError saying why when it cannot be had."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-    except OSError as exc:
-        raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    # The family as uvicorn picks it ("localhost" stays IPv4 even where it resolves to ::1).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
         sock.bind((host, port))
