@@ -158,3 +158,27 @@ async def test_only_a_domain_that_declares_them_offers_resources_prompts_and_com
 )
 def test_template_patterns(template, uri, matches):
     assert bool(template_pattern(template).match(uri)) is matches
+
+
+# The client's set_logging_level warns that logging is deprecated (2026-07-28).
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_log_messages_reach_a_handshake_client_only_at_the_level_it_set():
+    messages: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        messages.append(params)
+
+    _, server = make_server(FakeEngine("ok"), TINY_DOMAIN)
+    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+        assert client.server_capabilities.logging is not None
+        await client.call_tool("run_command", {"command": "ls"})  # no level set: no message
+        await client.set_logging_level("info")
+        await client.call_tool("run_command", {"command": "pwd"}, meta={EPISODE_META_KEY: "e"})
+        await client.call_tool("run_command", {})  # invalid arguments: an isError answer
+        await client.set_logging_level("error")
+        await client.call_tool("run_command", {"command": "whoami"})
+    assert [(m.level, m.logger, m.data["tool"], m.data["isError"]) for m in messages] == [
+        ("info", "aw-mcp", "run_command", False),
+        ("warning", "aw-mcp", "run_command", True),
+    ]
+    assert messages[0].data["episode"] == "e"

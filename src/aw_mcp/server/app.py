@@ -27,6 +27,7 @@ from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
 from aw_mcp.server.arguments import argument_errors, oversize_error, oversize_summary
+from aw_mcp.server.client_logging import log_to_client, set_level
 from aw_mcp.server.episode_identity import client_episode
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.server.world_surface import surface_handlers
@@ -124,7 +125,12 @@ def build_server(
                 message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
             )
         with client_episode(ctx, simulator.end_episode) as episode_id:
-            return await simulate(ctx, served, params, episode_id)
+            result = await simulate(ctx, served, params, episode_id)
+        level: types.LoggingLevel = "warning" if result.is_error else "info"
+        await log_to_client(
+            ctx, level, {"tool": params.name, "episode": episode_id, "isError": result.is_error}
+        )
+        return result
 
     async def simulate(
         ctx: Any, served: ServedTool, params: types.CallToolRequestParams, episode_id: str
@@ -165,4 +171,6 @@ def build_server(
         **surface_handlers(simulator),  # resources, prompts, completions the domains declare
     )
     server.middleware.append(ExplainInvalidParams())
+    # Registered, not a constructor argument: that one warns that logging is deprecated.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     return server
