@@ -182,3 +182,28 @@ async def test_log_messages_reach_a_handshake_client_only_at_the_level_it_set():
         ("warning", "aw-mcp", "run_command", True),
     ]
     assert messages[0].data["episode"] == "e"
+
+
+# The client warns that resources/subscribe is gone in 2026-07-28 (subscriptions/listen).
+@pytest.mark.filterwarnings("ignore:resources/.*subscribe is removed")
+async def test_subscribed_resources_are_reported_updated_after_a_state_changing_call():
+    updated: list[str] = []
+
+    async def on_message(message) -> None:
+        params = getattr(getattr(message, "root", message), "params", None)
+        if type(getattr(message, "root", message)).__name__ == "ResourceUpdatedNotification":
+            updated.append(params.uri)
+
+    _, server = notes_server(FakeEngine("ok"))
+    async with Client(server, mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities.resources.subscribe is True
+        await client.call_tool("write_note", {"name": "a", "text": "b"})  # nothing subscribed
+        await client.subscribe_resource("notes://todo.md")
+        await client.call_tool("write_note", {"name": "todo.md", "text": "- tea"})
+        await client.read_resource("notes://todo.md")  # a read changes nothing
+        await client.unsubscribe_resource("notes://todo.md")
+        await client.call_tool("write_note", {"name": "c", "text": "d"})
+        with pytest.raises(MCPError) as unknown:
+            await client.subscribe_resource("other://x")
+    assert updated == ["notes://todo.md"]
+    assert unknown.value.error.code == -32602

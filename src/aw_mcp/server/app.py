@@ -30,7 +30,7 @@ from aw_mcp.server.arguments import argument_errors, oversize_error, oversize_su
 from aw_mcp.server.client_logging import log_to_client, set_level
 from aw_mcp.server.episode_identity import client_episode
 from aw_mcp.server.malformed import ExplainInvalidParams
-from aw_mcp.server.world_surface import surface_handlers
+from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,8 @@ def build_server(
             )
         with client_episode(ctx, simulator.end_episode) as episode_id:
             result = await simulate(ctx, served, params, episode_id)
+        if not served.spec.read_only and not result.is_error:
+            await notify_changed_resources(ctx)
         level: types.LoggingLevel = "warning" if result.is_error else "info"
         await log_to_client(
             ctx, level, {"tool": params.name, "episode": episode_id, "isError": result.is_error}

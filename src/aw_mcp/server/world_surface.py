@@ -8,6 +8,11 @@ history, so a resource reads back what the episode's tool calls wrote, and a rep
 with nothing changed in between is replayed. ``prompts/get`` and ``completion/complete`` are
 actions too. Fault rules match them by those names (``match: {tool: "resources/read"}``).
 
+Subscriptions (``resources/subscribe``, handshake generation): which resources a tool call
+changed is the world model's secret, so after every call of a tool that is not read-only the
+connection's subscribed resources get ``notifications/resources/updated`` (a client re-reads,
+and the world model answers in line with the call).
+
 Errors: an unknown resource URI or prompt name -> -32602 with the URI or name in ``data``;
 a missing required prompt argument -> -32602 naming it; a read the world model or a fault
 fails -> a JSON-RPC error whose message says why (MCP has no ``isError`` for these).
@@ -15,6 +20,7 @@ fails -> a JSON-RPC error whose message says why (MCP has no ``isError`` for the
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +32,8 @@ from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import DomainSpec, ToolSimulation, ToolSpec
 from aw_mcp.server.episode_identity import client_episode
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
+
+log = logging.getLogger(__name__)
 
 READ = "resources/read"
 GET_PROMPT = "prompts/get"
@@ -238,6 +246,26 @@ def resource_contents(
     )
 
 
+_SUBSCRIBED = "aw-mcp/subscribed-resources"  # in the SDK's per-connection state
+
+
+def _subscriptions(ctx: Any) -> set[str] | None:
+    # The Connection behind the per-request ServerSession (no public accessor in mcp 2.3).
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    state = getattr(connection, "state", None)
+    return state.setdefault(_SUBSCRIBED, set()) if state is not None else None
+
+
+async def notify_changed_resources(ctx: Any) -> None:
+    """After a state-changing call: the resources this connection subscribed to may have
+    changed; tell the client (a client gone away must not fail the call)."""
+    for uri in sorted(_subscriptions(ctx) or ()):
+        try:
+            await ctx.session.send_resource_updated(uri)
+        except Exception as exc:
+            log.debug("resources/updated for %s not sent: %s", uri, exc)
+
+
 def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
     worlds = {t.domain.name: t.world for t in catalogue}
     return {
@@ -269,10 +297,30 @@ def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
         ) -> types.ReadResourceResult:
             return await surface.read(ctx, params.uri)
 
+        async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+            if surface._readable(params.uri) is None:
+                raise MCPError(
+                    code=types.INVALID_PARAMS,
+                    message=f"Resource not found: {params.uri}",
+                    data={"uri": params.uri},
+                )
+            subscribed = _subscriptions(ctx)
+            if subscribed is not None:
+                subscribed.add(params.uri)
+            return types.EmptyResult()
+
+        async def unsubscribe(
+            ctx: Any, params: types.UnsubscribeRequestParams
+        ) -> types.EmptyResult:
+            (_subscriptions(ctx) or set()).discard(params.uri)
+            return types.EmptyResult()
+
         handlers.update(
             on_list_resources=list_resources,
             on_list_resource_templates=list_templates,
             on_read_resource=read,
+            on_subscribe_resource=subscribe,
+            on_unsubscribe_resource=unsubscribe,
         )
     if surface.offers_prompts:
 
