@@ -17,6 +17,8 @@ from mcp import types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from aw_mcp.server.episode_identity import connection_state
+
 log = logging.getLogger(__name__)
 
 LEVELS: list[types.LoggingLevel] = [
@@ -32,15 +34,9 @@ LEVELS: list[types.LoggingLevel] = [
 _LEVEL_KEY = "aw-mcp/log-level"  # in the SDK's per-connection state
 
 
-def _connection_state(ctx: Any) -> dict[str, Any] | None:
-    # The Connection behind the per-request ServerSession (no public accessor in mcp 2.3).
-    connection = getattr(getattr(ctx, "session", None), "_connection", None)
-    return getattr(connection, "state", None)
-
-
 async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
     """``logging/setLevel``: remember the level for this connection."""
-    state = _connection_state(ctx)
+    state = connection_state(ctx)
     if state is not None:
         state[_LEVEL_KEY] = params.level
     return types.EmptyResult()
@@ -49,7 +45,7 @@ async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.Empt
 async def log_to_client(ctx: Any, level: types.LoggingLevel, data: dict[str, Any]) -> None:
     """Send ``data`` as a log message of ``level`` if the client asked for that level."""
     if getattr(ctx, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
-        chosen = (_connection_state(ctx) or {}).get(_LEVEL_KEY)
+        chosen = (connection_state(ctx) or {}).get(_LEVEL_KEY)
         if chosen is None or LEVELS.index(level) < LEVELS.index(chosen):
             return
     try:

@@ -156,3 +156,10 @@ def client_episode(ctx: Any, end: Callable[[str, str], None]) -> Iterator[str]:
     finally:
         if request.end:
             end(request.episode_id, "ended by the client")
+
+
+def connection_state(ctx: Any) -> dict[str, Any] | None:
+    """The SDK's per-connection state dict behind request ``ctx`` (None without one): what a
+    handshake connection keeps between requests (mcp 2.3 has no public accessor)."""
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    return getattr(connection, "state", None)

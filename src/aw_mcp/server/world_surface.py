@@ -30,7 +30,7 @@ from mcp import MCPError, types
 from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import DomainSpec, ToolSimulation, ToolSpec
-from aw_mcp.server.episode_identity import client_episode
+from aw_mcp.server.episode_identity import client_episode, connection_state
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -250,9 +250,7 @@ _SUBSCRIBED = "aw-mcp/subscribed-resources"  # in the SDK's per-connection state
 
 
 def _subscriptions(ctx: Any) -> set[str] | None:
-    # The Connection behind the per-request ServerSession (no public accessor in mcp 2.3).
-    connection = getattr(getattr(ctx, "session", None), "_connection", None)
-    state = getattr(connection, "state", None)
+    state = connection_state(ctx)
     return state.setdefault(_SUBSCRIBED, set()) if state is not None else None
 
 
