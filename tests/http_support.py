@@ -27,11 +27,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def start_http_server(
-    log, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
+    log,
+    *args: str,
+    host: str = "127.0.0.1",
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> tuple[subprocess.Popen, str]:
-    """Start the server with ``args`` (output to the open file ``log``) and wait until it
-    accepts connections; return the process and its /mcp URL."""
-    port = free_port(host)
+    """Start the server with ``args`` (output to the open file ``log``) on ``port`` (default:
+    a free one) and wait until it accepts connections; return the process and its /mcp URL."""
+    port = port or free_port(host)
     proc = subprocess.Popen(
         [*SERVE, "--transport", "http", "--host", host, "--port", str(port), *args],
         stdout=log,
@@ -55,11 +59,15 @@ def start_http_server(
 
 @contextlib.contextmanager
 def http_serve(
-    log_path: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
+    log_path: Path,
+    *args: str,
+    host: str = "127.0.0.1",
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Iterator[str]:
     """Run the server with ``args`` until the block ends; yield its /mcp URL."""
     with log_path.open("w") as log:
-        proc, url = start_http_server(log, *args, host=host, env=env)
+        proc, url = start_http_server(log, *args, host=host, env=env, port=port)
         try:
             yield url
         finally:
@@ -132,3 +140,9 @@ def initialize_body(request_id: int | str = 1) -> dict:
             "clientInfo": {"name": "raw-test-client", "version": "0"},
         },
     }
+
+
+# For servers whose every call a fault rule answers: an engine that loads nothing (an
+# OpenAI-compatible server nobody runs; its absence is only logged), so these tests neither
+# wait for nor depend on a local model.
+NO_MODEL = ["--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]

@@ -13,7 +13,7 @@ import json
 import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from aw_mcp.episode.store import record_file_name
@@ -26,7 +26,8 @@ from tests.http_support import http_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:ping is removed")]
 
-HUGE_COMMAND = "echo " + "x" * 3_000_000  # 3 MB: under the HTTP body limit (4 MiB)
+HUGE_COMMAND = "echo " + "x" * 3_000_000  # 3 MB: over the HTTP body limit (576 KiB)
+LARGE_COMMAND = "echo " + "x" * 400_000  # over the argument limit, under the body limit
 DEFAULT_LIMIT = 262_144
 
 
@@ -46,10 +47,15 @@ async def test_a_huge_argument_is_refused_at_once_while_other_clients_are_answer
             warm = await other_client.call_tool("run_command", {"command": "echo warm"})
             assert warm.is_error is False
             refusal = None
+            too_large: MCPError | None = None
 
             async def send_huge() -> None:
-                nonlocal refusal
-                refusal = await huge_client.call_tool("run_command", {"command": HUGE_COMMAND})
+                nonlocal refusal, too_large
+                # A body over the HTTP limit is refused on its size, before it is parsed.
+                with pytest.raises(MCPError) as raised:
+                    await huge_client.call_tool("run_command", {"command": HUGE_COMMAND})
+                too_large = raised.value
+                refusal = await huge_client.call_tool("run_command", {"command": LARGE_COMMAND})
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(send_huge)
@@ -60,12 +66,15 @@ async def test_a_huge_argument_is_refused_at_once_while_other_clients_are_answer
                     answer = await other_client.call_tool("run_command", {"command": "pwd"})
                 assert answer.is_error is False
 
+        assert too_large is not None and too_large.error.message == "Request body too large"
+        assert "--max-argument-bytes" in str(too_large.error.data)
         assert refusal is not None and refusal.is_error is True
         text = text_of(refusal)
-        size = len(json.dumps({"command": HUGE_COMMAND}, separators=(",", ":")).encode())
+        size = len(json.dumps({"command": LARGE_COMMAND}, separators=(",", ":")).encode())
         assert f"{size} bytes" in text and f"{DEFAULT_LIMIT} bytes" in text, text
         assert "--max-argument-bytes" in text
-        # Recorded like any refused call, without a 3 MB copy of the arguments.
+        # Recorded like any refused call, without a copy of the arguments (the body refused
+        # before it was read is not recorded: nothing of it was parsed).
         [line] = (records / record_file_name("huge")).read_text().splitlines()
         record = json.loads(line)
         assert record["source"] == "invalid-arguments"

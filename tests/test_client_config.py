@@ -2,27 +2,115 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import REPO_ROOT
+from tests.http_support import NO_MODEL, http_serve
 
 pytestmark = pytest.mark.anyio
 CONFIG = json.loads((REPO_ROOT / "mcp.json").read_text())["mcpServers"]
+HTTP_PORT = 8765  # the HTTP entry's, aw-mcp serve --transport http's default
 
 
 def test_config_has_a_stdio_and_an_http_entry():
-    kinds = {("http" if entry.get("type") == "http" else "stdio") for entry in CONFIG.values()}
-    assert kinds == {"stdio", "http"}
-    http = next(e for e in CONFIG.values() if e.get("type") == "http")
-    assert http["url"].endswith("/mcp")
+    # `transport` on every entry (langchain-mcp-adapters requires it; pydantic-ai and the
+    # Inspector ignore it) and no `type`: langchain passes every other key on as an argument.
+    assert sorted(entry["transport"] for entry in CONFIG.values()) == ["http", "stdio"]
+    assert all("type" not in entry for entry in CONFIG.values())
+    http = next(e for e in CONFIG.values() if e["transport"] == "http")
+    assert http["url"] == f"http://127.0.0.1:{HTTP_PORT}/mcp"
     assert "Aw-Episode-Id" in http["headers"]
+
+
+@contextlib.contextmanager
+def servers_of_mcp_json(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment a client of mcp.json needs: `aw-mcp` on PATH, and the HTTP entry's
+    server running on its port (skipped when something else holds that port)."""
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", HTTP_PORT))
+    except OSError:
+        pytest.skip(f"port {HTTP_PORT} (mcp.json's HTTP entry) is in use")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+    }
+    with http_serve(tmp_path / "http.log", *NO_MODEL, port=HTTP_PORT):
+        yield env
+
+
+# Drives every entry of mcp.json through langchain-mcp-adapters: its tools as LangChain tools,
+# then a call on each entry's session (invalid arguments: the server answers without a model).
+LANGCHAIN_CLIENT = """
+import asyncio, json, sys
+from langchain_mcp_adapters.client import MultiServerMCPClient
+
+config = json.load(open(sys.argv[1]))["mcpServers"]
+
+async def main():
+    client = MultiServerMCPClient(config)
+    tools = await client.get_tools()
+    report = {"tools": sorted({t.name for t in tools}), "calls": {}}
+    for name in config:
+        async with client.session(name) as session:
+            result = await session.call_tool("run_command", {})
+            report["calls"][name] = [result.isError, result.content[0].text]
+    print(json.dumps(report))
+
+asyncio.run(main())
+"""
+
+
+def _langchain_python() -> str | None:
+    """An interpreter with langchain-mcp-adapters (an mcp 1.x client: it cannot share this
+    environment, which has mcp 2.x), where .ci/run installed one."""
+    path = os.environ.get("AW_MCP_LANGCHAIN_PYTHON")
+    return path if path and Path(path).exists() else None
+
+
+@pytest.mark.skipif(_langchain_python() is None, reason="langchain-mcp-adapters not installed")
+def test_langchain_mcp_adapters_uses_mcp_json_unchanged(tmp_path):
+    import subprocess
+
+    with servers_of_mcp_json(tmp_path) as env:
+        done = subprocess.run(
+            [_langchain_python(), "-c", LANGCHAIN_CLIENT, str(REPO_ROOT / "mcp.json")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert {"run_command", "start_process"} <= set(report["tools"])
+    for name, (is_error, text) in report["calls"].items():
+        assert is_error and "'command' is a required property" in text, name
+
+
+async def test_pydantic_ai_loads_mcp_json_unchanged(tmp_path, monkeypatch):
+    from pydantic_ai.mcp import load_mcp_toolsets
+
+    with servers_of_mcp_json(tmp_path) as env:
+        monkeypatch.setenv("PATH", env["PATH"])
+        toolsets = load_mcp_toolsets(REPO_ROOT / "mcp.json")
+        assert len(toolsets) == len(CONFIG)
+        for prefixed in toolsets:
+            toolset = prefixed.wrapped
+            async with toolset:
+                names = {t.name for t in await toolset.list_tools()}
+            assert {"run_command", "start_process"} <= names, toolset.id
 
 
 async def test_the_stdio_entry_starts_a_server_that_answers():

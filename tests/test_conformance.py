@@ -125,3 +125,27 @@ async def test_canned_fixture_results_reach_the_client_as_mcp_content_blocks():
     assert error.is_error is True and "intentionally" in error.content[0].text
     assert modelled.content[0].text == "world model text"
     assert len(engine.requests) == 1  # only the tool without a canned result reached the model
+
+
+@pytest.mark.anyio
+async def test_the_fixture_resources_and_prompts_reach_the_client():
+    """The suite's fixture resources, templates and prompts (in the capture) are served; their
+    canned answers come back as resource contents and prompt messages of every content type."""
+    engine = FakeEngine("world model text")
+    settings = ServeSettings(tools_from=[FIXTURES], faults=[CANNED])
+    server = build_server(build_simulator(settings, engine=engine))
+    async with Client(server) as client:
+        listed = (await client.list_resources()).resources
+        binary = (await client.read_resource("test://static-binary")).contents[0]
+        other = (await client.read_resource("test://template/7/data")).contents[0]
+        image = await client.get_prompt("test_prompt_with_image")
+        completion = await client.complete(
+            types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
+            {"name": "arg1", "value": "test"},
+        )
+    assert [r.uri for r in listed] == ["test://static-text", "test://static-binary"]
+    assert isinstance(binary, types.BlobResourceContents) and binary.mime_type == "image/png"
+    # a read the fixtures do not can is the world model's
+    assert isinstance(other, types.TextResourceContents) and other.text == "world model text"
+    assert [m.content.type for m in image.messages] == ["image", "text"]
+    assert completion.completion.values == ["testValue1", "testValue2"]

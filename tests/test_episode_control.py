@@ -13,7 +13,12 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from aw_mcp.server.episode_identity import END_META_KEY, EPISODE_META_KEY, RESET_META_KEY
+from aw_mcp.server.episode_identity import (
+    END_META_KEY,
+    EPISODE_META_KEY,
+    PROCESS_EPISODE,
+    RESET_META_KEY,
+)
 from aw_mcp.server.transports import HTTP_PATH
 from tests.engine_support import free_port
 from tests.fake_engine import FakeEngine
@@ -102,7 +107,7 @@ async def test_modern_requests_do_not_end_the_shared_episode():
         await client.call_tool("run_command", {"command": "a"})
         await client.call_tool("run_command", {"command": "b"})
     [episode] = simulator.episodes.all()
-    assert episode.episode_id == "process" and len(episode.records) == 2
+    assert episode.episode_id == PROCESS_EPISODE and len(episode.records) == 2
 
 
 async def test_deleting_an_http_session_ends_its_episode():

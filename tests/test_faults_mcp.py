@@ -17,7 +17,6 @@ from mcp import MCPError
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue
-from aw_mcp.episode.prompt import FAILED_REQUEST
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, NoFaults
 from aw_mcp.simulator import WorldSimulator
 from tests.fake_engine import FakeEngine
@@ -67,11 +66,14 @@ async def test_502_on_the_third_search_is_recorded_and_seen_as_a_failed_request(
     assert [f for i, f in enumerate(faults) if i != 2] == [[], [], [], []]
     [episode] = simulator.episodes.find("ep")
     assert episode.records[2].source == "fault"
-    # The model did not answer the faulted call; on the next one it sees a failed request,
-    # never the fault's text (which it would copy as if the environment had printed it).
+    # The model did not answer the faulted call, and never sees it afterwards: neither the
+    # fault's text nor any stand-in for it (it would copy either as if the environment had
+    # printed it). The calls around it are in the history.
     assert len(engine.requests) == 4
     assert "502 Bad Gateway" not in engine.last_prompt
-    assert FAILED_REQUEST in engine.last_prompt
+    assert "mug 2" not in engine.last_prompt
+    assert "mug 1" in engine.last_prompt and "mug 3" in engine.last_prompt
+    assert "reached the environment" not in engine.last_prompt
     assert any(
         "fault fired" in r.message and "third-search-502" in r.message for r in caplog.records
     )

@@ -238,3 +238,59 @@ def test_permission_denied_refuses_every_write_tool_on_a_system_path(tool, argum
     )
     home = {k: v.replace("/etc/passwd", "/home/dev/notes") for k, v in arguments.items()}
     assert layer.decide(CallContext("f", "terminal", tool, home, 1)).answer is None
+
+
+@pytest.mark.parametrize(
+    "path", ["//etc/z", "/./etc/passwd", "/../etc/passwd", "/srv/www/index.html", "/etc"]
+)
+def test_permission_denied_normalises_system_paths_and_covers_srv(path):
+    layer = ScenarioFaultLayer([load_scenario("permission-denied")])
+    decision = layer.decide(CallContext("e", "terminal", "write_file", {"path": path}, 1))
+    assert decision.answer is not None and f"permission denied, open '{path}'" in (
+        decision.answer.text
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo > /etc/motd",
+        "echo hi >>//etc/hosts",
+        "ls 2>/var/log/err",
+        "echo x | tee -a /srv/www/index.html",
+        "touch /./etc/z",
+        "mkdir -p /srv/data",
+        "rm -rf /usr/lib/thing",
+        "cp notes.txt /etc/",
+        "mv a '/opt/app/b'",
+        "sed -i 's/a/b/' /etc/ssh/sshd_config",
+        "dd if=/dev/zero of=/var/lib/blob bs=1 count=1",
+    ],
+)
+def test_permission_denied_refuses_shell_writes_to_system_paths(command):
+    layer = ScenarioFaultLayer([load_scenario("permission-denied")])
+    for tool in ("run_command", "start_process"):
+        decision = layer.decide(CallContext("e", "terminal", tool, {"command": command}, 1))
+        assert decision.answer is not None and decision.answer.is_error, (tool, command)
+        assert "Permission denied" in decision.answer.text
+        assert decision.fired[0].rule == "system-path-shell-write"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /etc/hosts",
+        "ls /usr/bin /srv",
+        "cp /etc/hosts ~/hosts",
+        "rsync -a /etc/ backup/",
+        "grep root /etc/passwd > out.txt",
+        "echo hi > /tmp/x",
+        "mkdir -p /home/dev/etc",
+        "echo /etc/motd",
+        "sed -i s/a/b/ notes.txt",
+    ],
+)
+def test_permission_denied_lets_reads_of_system_paths_and_home_writes_pass(command):
+    layer = ScenarioFaultLayer([load_scenario("permission-denied")])
+    decision = layer.decide(CallContext("e", "terminal", "run_command", {"command": command}, 1))
+    assert decision.answer is None and decision.fired == []

@@ -110,3 +110,8 @@ def test_a_bearer_token_from_the_environment_is_required(tmp_path):
         assert post_initialize(http, url, Authorization="Bearer wrong") == 401
         assert post_initialize(http, url, Authorization="s3cret-token") == 401
         assert post_initialize(http, url, Authorization="Bearer s3cret-token") == 200
+        # the scheme is case-insensitive (RFC 9110); the token is not
+        assert post_initialize(http, url, Authorization="bearer s3cret-token") == 200
+        assert post_initialize(http, url, Authorization="BEARER  s3cret-token") == 200
+        assert post_initialize(http, url, Authorization="bearer S3CRET-TOKEN") == 401
+        assert post_initialize(http, url, Authorization="Basic s3cret-token") == 401

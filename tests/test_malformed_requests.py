@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from tests.helpers import TINY_DOMAIN
-from tests.http_support import JSON_AND_SSE, SERVE, http_serve, initialize_body
+from tests.http_support import JSON_AND_SSE, NO_MODEL, SERVE, http_serve, initialize_body
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -63,11 +63,13 @@ def read_replies(stdout, replies: queue.Queue) -> None:
 @pytest.fixture
 def stdio_server():
     proc = subprocess.Popen(
-        [*SERVE, "--simulator", str(TINY_DOMAIN), "--log-level", "WARNING"],
+        [*SERVE, *NO_MODEL, "--simulator", str(TINY_DOMAIN), "--log-level", "WARNING"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        encoding="utf-8",
+        errors="surrogateescape",  # a line of bytes that are not UTF-8 can be sent as such
     )
     replies: queue.Queue = queue.Queue()
     threading.Thread(target=read_replies, args=(proc.stdout, replies), daemon=True).start()
@@ -146,3 +148,57 @@ def test_over_http_the_same_requests_get_a_400_with_their_id_and_what_is_wrong(t
             assert reply["error"]["code"] == code and phrase in reply["error"]["data"]
         # A well-formed request still reaches the server after the body was read.
         assert http.post(url, json=initialize_body(), headers=JSON_AND_SSE).status_code == 200
+
+
+# Messages the SDK drops or misreads without an answer, and the error each is owed under the
+# null id (its id is missing or unusable): (line, a phrase of the error's data, code).
+NULL_ID_LINES = [
+    ("[]", "an empty array is not a JSON-RPC message", -32600),
+    *(
+        (
+            f'{{"jsonrpc":"2.0","id":{rid},"method":"ping"}}',
+            f"string or an integer, got {rid}",
+            -32600,
+        )
+        for rid in ("1.5", "true", "null")
+    ),
+]
+# A method name with a byte that is not UTF-8 (0xff), sent as raw bytes.
+NOT_UTF8 = b'{"jsonrpc":"2.0","id":9,"method":"tools/\xff"}'
+
+
+def test_empty_batches_unusable_ids_and_bytes_that_are_not_utf8_are_answered(stdio_server):
+    send, replies = stdio_server
+    send(json.dumps(INITIALIZE))
+    replies_until(replies, ["init"])
+    send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    for n, (line, phrase, code) in enumerate(NULL_ID_LINES):
+        send(line)
+        send(json.dumps({"jsonrpc": "2.0", "id": f"after-{n}", "method": "ping"}))
+        got = replies_until(replies, [None, f"after-{n}"])  # one answer each, in any order
+        assert got[None]["error"]["code"] == code and phrase in got[None]["error"]["data"], line
+    send(NOT_UTF8.decode("utf-8", errors="surrogateescape"))
+    error = replies_until(replies, [9])[9]["error"]
+    assert error["code"] == -32700 and "not valid UTF-8: byte 0xff" in error["data"]
+
+
+def test_over_http_they_get_a_json_rpc_error_body_never_202_or_a_pydantic_dump(tmp_path):
+    with (
+        http_serve(tmp_path / "server.log", *NO_MODEL, "--simulator", str(TINY_DOMAIN)) as url,
+        httpx2.Client(timeout=30) as http,
+    ):
+        session = http.post(url, json=initialize_body(), headers=JSON_AND_SSE)
+        headers = {
+            **JSON_AND_SSE,
+            "Content-Type": "application/json",
+            "mcp-session-id": session.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
+        bodies = [(line.encode(), None, phrase, code) for line, phrase, code in NULL_ID_LINES]
+        bodies.append((NOT_UTF8, 9, "not valid UTF-8: byte 0xff", -32700))
+        for body, rid, phrase, code in bodies:
+            response = http.post(url, content=body, headers=headers)
+            assert response.status_code == 400, (body, response.status_code, response.text)
+            reply = response.json()
+            assert reply["id"] == rid and reply["error"]["code"] == code
+            assert phrase in reply["error"]["data"] and "validation error" not in response.text

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import logging
 import sys
+from argparse import Namespace
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from pydantic import ValidationError
 
 from aw_mcp import __version__
 from aw_mcp.commands import register_all
 from aw_mcp.config import ServeSettings
-from aw_mcp.settings_cli import add_settings_flags, settings_from_namespace
+from aw_mcp.settings_cli import add_settings_flags, flag_name, settings_from_namespace
 from aw_mcp.yaml_files import DataFileError
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     from aw_mcp.runtime import build_simulator
     from aw_mcp.server.app import build_server
-    from aw_mcp.server.transports import http_app, serve_http, serve_stdio
+    from aw_mcp.server.transports import http_app, listen_socket, serve_http, serve_stdio
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     # The server's lifespan loads the engine in the background and closes it on the way out.
@@ -48,8 +51,10 @@ def _serve(args: argparse.Namespace) -> int:
         simulator, owns_engine=True, max_argument_bytes=settings.max_argument_bytes
     )
     http = http_options(settings)
-    # Unsafe HTTP options fail here, before anything starts.
+    # Unsafe HTTP options and a port that cannot be had fail here, before anything starts
+    # (the model would otherwise load, and "serving on" be logged, before the bind fails).
     app = http_app(server, http, simulator.episodes) if settings.transport == "http" else None
+    listening = listen_socket(http.host, http.port) if app is not None else None
     log.info(
         "aw-mcp %s: %d tools from %s on %s",
         __version__,
@@ -60,7 +65,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         if app is not None:
-            await serve_http(app, http)
+            await serve_http(app, http, listening)
         else:
             await serve_stdio(server)
 
@@ -70,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def http_options(settings: ServeSettings) -> HttpOptions:
-    from aw_mcp.server.http_app import HttpOptions
+    from aw_mcp.server.http_app import HttpOptions, body_limit
 
     token = settings.auth_token.get_secret_value() if settings.auth_token else None
     return HttpOptions(
@@ -82,6 +87,7 @@ def http_options(settings: ServeSettings) -> HttpOptions:
         allowed_origins=tuple(settings.allowed_origin),
         auth_token=token or None,
         ui=settings.ui,
+        max_body_bytes=body_limit(settings.max_argument_bytes),
     )
 
 
@@ -90,12 +96,18 @@ def _add_capture_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "capture",
-        help="save the tools/list of a real MCP server (to serve with --tools-from)",
+        help="save the tools (and resources, prompts) of a real MCP server, for --tools-from",
         description="Connect to a real MCP server as a client and save its tools/list as "
         "JSON. Examples: aw-mcp capture --out time.json -- uvx mcp-server-time; "
         "aw-mcp capture --out x.json --url http://127.0.0.1:8000/mcp",
     )
-    p.add_argument("--out", type=Path, required=True, metavar="FILE.json")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="FILE.json",
+        help="where the captured tools/list (and resources, templates, prompts) is written",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
     add_server_arguments(p)
     p.set_defaults(handler=_capture)
@@ -116,7 +128,8 @@ def _capture(args: argparse.Namespace) -> int:
         print(f"aw-mcp capture: {exc}", file=sys.stderr)
         return 1
     write_capture(capture, args.out)
-    print(f"saved {len(capture['tools'])} tools to {args.out}", file=sys.stderr)
+    counts = ", ".join(f"{len(items)} {key}" for key, items in capture.items())
+    print(f"saved {counts} to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -230,12 +243,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> Namespace:
+    """``parser.parse_args``, and an unknown flag gets "did you mean" the command's closest."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _chosen_parser(parser, args)
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        known = [o for o in command._option_string_actions if o.startswith("--")]
+        flags = [u.split("=", 1)[0] for u in unknown if u.startswith("--")]
+        if flags and (close := difflib.get_close_matches(flags[0], known, n=1)):
+            message += f" (did you mean {close[0]}?)"
+        command.error(message)
+    return args
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser that ``args`` were parsed with, following nested commands."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if not actions or chosen not in actions[0].choices:
+            return parser
+        parser = actions[0].choices[chosen]
+
+
+def settings_problems(exc: ValidationError) -> str:
+    """A settings ValidationError as one line per flag: ``--port: Input should be ...``."""
+    return "\n".join(
+        f"{flag_name(str(e['loc'][0])) if e['loc'] else 'settings'}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(build_parser(), argv)
     try:
         return args.handler(args)
     except DataFileError as exc:
         print(f"aw-mcp: invalid file\n{exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a flag or AW_MCP_* value out of range
+        print(f"aw-mcp: invalid settings\n{settings_problems(exc)}", file=sys.stderr)
         return 2
     except ValueError as exc:
         print(f"aw-mcp: {exc}", file=sys.stderr)

@@ -79,7 +79,13 @@ class ServeSettings(BaseSettings):
     host: str = Field(
         default="127.0.0.1", description="HTTP bind address", json_schema_extra=flag(TRANSPORT)
     )
-    port: int = Field(default=8765, description="HTTP port", json_schema_extra=flag(TRANSPORT))
+    port: int = Field(
+        default=8765,
+        ge=0,
+        le=65535,
+        description="HTTP port (0: any free port)",
+        json_schema_extra=flag(TRANSPORT),
+    )
     allowed_host: list[str] = Field(
         default_factory=list,
         description="HTTP: a Host header value clients may send ('name:*' for any port; "

@@ -217,6 +217,14 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
 def _grounding(settings: ServeSettings) -> GroundingIndex | None:
     if settings.grounding is None:
         return None
+    _require_folder(settings.grounding, "--grounding")
     from aw_mcp.grounding import GroundingIndex
 
     return GroundingIndex.from_record_dir(settings.grounding, k=settings.grounding_k)
+
+
+def _require_folder(path: Path, flag: str) -> Path:
+    if not path.is_dir():
+        problem = "it is a file" if path.exists() else "no such folder"
+        raise ValueError(f"{flag} {path}: {problem} (give a folder of call records)")
+    return path

@@ -102,12 +102,25 @@ def parse_yaml_text(text: str, model: type[ModelT], source: Path | str) -> Model
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        raise DataFileError(source, validation_problems(exc, _lines_in(root))) from None
 
-        def line_of(loc: tuple[int | str, ...]) -> int | None:
-            node = _node_at(root, loc)
-            return node.start_mark.line + 1 if node is not None else None
 
-        raise DataFileError(source, validation_problems(exc, line_of)) from None
+def line_finder(text: str) -> Callable[[tuple[int | str, ...]], int | None]:
+    """For a JSON (or YAML) text, the line of the value at a pydantic ``loc``: JSON is YAML
+    to PyYAML's node tree, which keeps lines. Best effort: no lines if the tree cannot be made."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lambda loc: None
+    return _lines_in(root)
+
+
+def _lines_in(root: yaml.Node | None) -> Callable[[tuple[int | str, ...]], int | None]:
+    def line_of(loc: tuple[int | str, ...]) -> int | None:
+        node = _node_at(root, loc)
+        return node.start_mark.line + 1 if node is not None else None
+
+    return line_of
 
 
 def read_data_file(path: Path | str) -> str:

@@ -24,8 +24,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "OUT/adapter.gguf is rewritten at every checkpoint; serve it with --lora. "
         "Needs pip install 'aw-mcp[train]'.",
     )
-    p.add_argument("record_dirs", nargs="+", type=Path, metavar="RECORD_DIR")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument(
+        "record_dirs",
+        nargs="+",
+        type=Path,
+        metavar="RECORD_DIR",
+        help="folders of recorded episodes (JSONL CallRecords, e.g. serve --record-dir output)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where adapter.gguf, checkpoint.pt and the training metrics are written",
+    )
     p.add_argument(
         "--simulator",
         action="append",
@@ -33,7 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="domain of the episodes, as for serve (default: the bundled domains they name)",
     )
     p.add_argument("--world", type=Path, metavar="FILE.yaml", help="the --world served with")
-    p.add_argument("--profile", choices=sorted(PROFILES), default="small")
+    p.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="small",
+        help="prompt profile the episodes are rendered with; recorded in the adapter and used "
+        "when it is served (default small)",
+    )
     p.add_argument(
         "--model",
         metavar="NAME|GGUF",

@@ -15,12 +15,13 @@ import json
 import re
 from pathlib import Path
 
+from mcp_types import Prompt, Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import DomainSpec, ToolSpec
 from aw_mcp.json_schemas import schema_errors
-from aw_mcp.yaml_files import DataFileError, read_data_file, validation_problems
+from aw_mcp.yaml_files import DataFileError, line_finder, read_data_file, validation_problems
 
 # The bundled domain whose instructions and world every mirrored tool list uses.
 MIRROR_TEMPLATE_DOMAIN = "mcp"
@@ -34,17 +35,29 @@ class CapturedTool(ToolSpec):
 
 
 class ToolsListFile(BaseModel):
-    """A captured ``tools/list`` result (extra keys such as ``nextCursor`` are ignored)."""
+    """A captured ``tools/list`` result (extra keys such as ``nextCursor`` are ignored), and
+    the server's resources, resource templates and prompts when the capture has them."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     tools: list[CapturedTool] = Field(min_length=1)
+    resources: list[Resource] = Field(default_factory=list)
+    resource_templates: list[ResourceTemplate] = Field(
+        default_factory=list, alias="resourceTemplates"
+    )
+    prompts: list[Prompt] = Field(default_factory=list)
 
 
 def load_tools_file(path: Path | str) -> list[ToolSpec]:
     """The tools of a capture file; raise DataFileError naming the file, line or tool."""
+    return list(load_capture_file(path).tools)
+
+
+def load_capture_file(path: Path | str) -> ToolsListFile:
+    """A capture file; raise DataFileError naming the file, line or tool."""
+    text = read_data_file(path)
     try:
-        data = json.loads(read_data_file(path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFileError(path, [(exc.lineno, f"invalid JSON: {exc.msg}")]) from None
     if isinstance(data, dict) and isinstance(data.get("result"), dict):
@@ -52,7 +65,7 @@ def load_tools_file(path: Path | str) -> list[ToolSpec]:
     if not isinstance(data, dict) or "tools" not in data:
         raise DataFileError(path, [(None, 'expected a tools/list result: {"tools": [...]}')])
     try:
-        return list(ToolsListFile.model_validate(data).tools)
+        return ToolsListFile.model_validate(data)
     except ValidationError as exc:
 
         def tool_named(loc: tuple[int | str, ...]) -> str:
@@ -62,7 +75,8 @@ def load_tools_file(path: Path | str) -> list[ToolSpec]:
                     return f" (tool {entry.get('name', '?')!r})"
             return ""
 
-        raise DataFileError(path, validation_problems(exc, describe=tool_named)) from None
+        problems = validation_problems(exc, line_finder(text), describe=tool_named)
+        raise DataFileError(path, problems) from None
 
 
 def mirror_domain_name(path: Path | str) -> str:
@@ -74,7 +88,8 @@ def mirror_domain_name(path: Path | str) -> str:
 def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> DomainSpec:
     """A domain serving the tools of capture file ``path``, simulated like ``template``."""
     template = template or load_domain(MIRROR_TEMPLATE_DOMAIN)
-    tools = load_tools_file(path)
+    capture = load_capture_file(path)
+    tools: list[ToolSpec] = list(capture.tools)
     by_name = {tool.name: tool for tool in tools}
     if len(by_name) != len(tools):
         raise DataFileError(path, [(None, "a tool name appears twice")])
@@ -86,6 +101,9 @@ def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> Domai
         world=template.world,
         generation=template.generation,
         tools=tools,
+        resources=capture.resources,
+        resourceTemplates=capture.resource_templates,
+        prompts=capture.prompts,
         # Worked examples only for tools this server really has, called as its schema allows.
         demonstrations=[
             d

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+from mcp_types import Prompt, Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aw_mcp.json_schemas import validator_class
@@ -121,9 +122,14 @@ class GenerationDefaults(BaseModel):
 
 
 class DomainSpec(BaseModel):
-    """A simulated world: its tools, the world model's instructions and its initial state."""
+    """A simulated world: its tools, the world model's instructions and its initial state.
 
-    model_config = ConfigDict(extra="forbid")
+    It may also offer MCP resources, resource templates and prompts, written in their wire
+    shapes (``uri``, ``name``, ``mimeType``; ``uriTemplate``; ``arguments``) as a
+    ``resources/list`` etc. capture has them; the world model answers their reads and gets.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     title: str | None = None
@@ -133,6 +139,17 @@ class DomainSpec(BaseModel):
     generation: GenerationDefaults = Field(default_factory=GenerationDefaults)
     tools: list[ToolSpec] = Field(min_length=1)
     demonstrations: list[Demonstration] = Field(default_factory=list)
+    resources: list[Resource] = Field(
+        default_factory=list, description="MCP resources the world offers (resources/list)."
+    )
+    resource_templates: list[ResourceTemplate] = Field(
+        default_factory=list,
+        alias="resourceTemplates",
+        description="MCP resource templates (resources/templates/list), RFC 6570 level 1-2.",
+    )
+    prompts: list[Prompt] = Field(
+        default_factory=list, description="MCP prompts the world offers (prompts/list)."
+    )
 
     @model_validator(mode="after")
     def _names_unique_and_demos_known(self) -> DomainSpec:

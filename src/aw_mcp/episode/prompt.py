@@ -30,9 +30,6 @@ from aw_mcp.episode.schema_outline import schema_outline
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
-# What the world model reads for a call a protocol fault answered (the fault's own text would
-# be copied into later observations as if the environment had printed it).
-FAILED_REQUEST = "(the request failed before it reached the environment; nothing changed)"
 MAX_EXAMPLE_CHARS = 400  # a retrieved example's observation is cut here (bounded prompt)
 
 
@@ -253,7 +250,10 @@ def build_messages(
 
     ``examples`` (retrieved real transitions) go into the current user turn only, so every
     message before it is the same as at the previous step (the KV cache stays valid)."""
-    summarized = turns[:omitted] if summarize_omitted else []
+    # A call a protocol fault answered (a 502, a 429) never reached the environment and
+    # changed nothing, so the world model does not see it at all: neither the fault's text
+    # nor a placeholder in its place, either of which it would copy as an observation.
+    summarized = [t for t in turns[:omitted] if t.reached_world] if summarize_omitted else []
     messages = [
         ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
     ]
@@ -262,7 +262,7 @@ def build_messages(
         messages.append(
             ChatMessage(role="assistant", content=profile.observation_message(demo.observation))
         )
-    for turn in turns[omitted:]:
+    for turn in (t for t in turns[omitted:] if t.reached_world):
         messages.append(
             ChatMessage(
                 role="user",
@@ -272,9 +272,7 @@ def build_messages(
         messages.append(
             ChatMessage(
                 role="assistant",
-                content=profile.observation_message(
-                    turn.observation if turn.reached_world else FAILED_REQUEST
-                ),
+                content=profile.observation_message(turn.observation),
             )
         )
     action = profile.action_message(current_step, current, current_conditions)

@@ -34,9 +34,10 @@ EpisodeRestorer = Callable[[str, str], Episode | None]
 
 def record_file_name(episode_id: str) -> str:
     """``<readable part>-<hash>.jsonl``: the readable part is the id with anything but letters,
-    digits, ``_.-`` replaced and cut short; the hash is of the exact id, so ids that read the
-    same (``col/x``, ``col_x``, ``col x``) never share a file."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", episode_id)[:RECORD_NAME_CHARS] or "episode"
+    digits, ``_.-`` replaced (a leading ``.`` too: no hidden files) and cut short; the hash is
+    of the exact id, so ids that read the same (``col/x``, ``col_x``, ``col x``) never share a
+    file."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]|^\.", "_", episode_id)[:RECORD_NAME_CHARS] or "episode"
     digest = hashlib.blake2b(episode_id.encode("utf-8", "surrogatepass"), digest_size=6)
     return f"{readable}-{digest.hexdigest()}.jsonl"
 
@@ -48,7 +49,11 @@ class RecordSink:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission: say so, before serving
+            problem = "it is a file" if directory.is_file() else exc.strerror or str(exc)
+            raise ValueError(f"cannot keep records in {directory}: {problem}") from None
 
     def path_for(self, episode_id: str) -> Path:
         return self.directory / record_file_name(episode_id)

@@ -33,8 +33,10 @@ from aw_mcp.server.arguments import (
     oversize_summary,
     world_errors,
 )
-from aw_mcp.server.episode_identity import WORLD_META_KEY, end_on_close, episode_request
+from aw_mcp.server.client_logging import log_to_client, set_level
+from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
 from aw_mcp.server.malformed import ExplainInvalidParams
+from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
@@ -129,15 +131,15 @@ def build_server(
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
             )
-        request = episode_request(ctx)
-        end_on_close(request, lambda eid: simulator.end_episode(eid, "its connection closed"))
-        if request.reset:
-            simulator.end_episode(request.episode_id, "reset by the client")
-        try:
-            return await simulate(ctx, served, params, request.episode_id, request.world)
-        finally:
-            if request.end:
-                simulator.end_episode(request.episode_id, "ended by the client")
+        with client_episode(ctx, simulator.end_episode) as episode_id:
+            result = await simulate(ctx, served, params, episode_id, client_world(ctx))
+        if not served.spec.read_only and not result.is_error:
+            await notify_changed_resources(ctx)
+        level: types.LoggingLevel = "warning" if result.is_error else "info"
+        await log_to_client(
+            ctx, level, {"tool": params.name, "episode": episode_id, "isError": result.is_error}
+        )
+        return result
 
     async def simulate(
         ctx: Any,
@@ -188,6 +190,9 @@ def build_server(
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
         lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
+        **surface_handlers(simulator),  # resources, prompts, completions the domains declare
     )
     server.middleware.append(ExplainInvalidParams())
+    # Registered, not a constructor argument: that one warns that logging is deprecated.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     return server

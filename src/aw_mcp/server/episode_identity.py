@@ -5,9 +5,15 @@ The episode id, in order of precedence:
    the only one that works for stateless 2026-07-28 HTTP clients);
 2. ``_meta["aw-mcp/episode"]`` on the request (clients that cannot set headers, e.g. stdio);
 3. the legacy MCP session id (``Mcp-Session-Id`` over HTTP, from the initialize handshake);
-4. the connection: one episode per legacy stdio or in-memory connection; a stateless
-   2026-07-28 client on stdio or in memory shares the episode ``"process"``.
+4. the connection: one episode per legacy stdio or in-memory connection
+   (``connection-<run>-<n>``); stateless 2026-07-28 clients on stdio or in memory share the
+   process's episode ``process-<run>``. ``<run>`` (start time, pid and a random part) is new
+   in every server process, so separate runs never share an episode or a record file.
 An HTTP request with none of 1-3 falls into the shared episode ``"http-default"``.
+
+A client's id (1 or 2) is used exactly as sent, or refused with -32602 when it is longer than
+``MAX_EPISODE_ID_LENGTH`` characters: cutting it short would merge two episodes whose ids
+share the first characters.
 
 Episodes named by 3 or 4 end when their connection closes (an HTTP ``DELETE`` of the session,
 its idle timeout, the end of a stdio process). Any episode can be reset or ended from a
@@ -18,11 +24,17 @@ episode after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from mcp.types import RequestParamsMeta
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS, RequestParamsMeta
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 EPISODE_HEADER = "aw-episode-id"
@@ -34,9 +46,13 @@ END_META_KEY = "aw-mcp/end"
 WORLD_META_KEY = "aw-mcp/world"
 SESSION_HEADER = "mcp-session-id"
 HTTP_FALLBACK_EPISODE = "http-default"
-PROCESS_EPISODE = "process"
 MAX_EPISODE_ID_LENGTH = 200
-_WATCHED = "aw-mcp/episodes-ended-on-close"  # key in the SDK's per-connection state
+_WATCHED = "aw-mcp/episodes-ended-on-close"  # keys in the SDK's per-connection state
+_CONNECTION_EPISODE = "aw-mcp/connection-episode"
+# This server process: its start time (UTC), pid and a random part (pids are reused).
+RUN = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-{secrets.token_hex(2)}"
+PROCESS_EPISODE = f"process-{RUN}"
+_connections = itertools.count(1)
 
 
 def episode_meta(episode: str) -> RequestParamsMeta:
@@ -52,7 +68,6 @@ class EpisodeRequest:
     reset: bool = False  # begin a new episode before this call
     end: bool = False  # end the episode after this call
     connection: Any | None = None  # the legacy connection whose close ends the episode
-    world: Any | None = None  # _meta["aw-mcp/world"] as sent (validated by the simulator)
 
 
 def _meta_value(meta: Any, key: str) -> Any:
@@ -73,7 +88,6 @@ def episode_request(ctx: Any) -> EpisodeRequest:
         reset=_meta_value(meta, RESET_META_KEY) is True,
         end=_meta_value(meta, END_META_KEY) is True,
         connection=connection,
-        world=_meta_value(meta, WORLD_META_KEY),
     )
 
 
@@ -81,10 +95,10 @@ def _identify(ctx: Any, meta: Any) -> tuple[str, Any | None]:
     """(episode id, the legacy connection it is bound to, if any)."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
     if headers is not None and (value := headers.get(EPISODE_HEADER)):
-        return value[:MAX_EPISODE_ID_LENGTH], None
+        return _checked(value, "the Aw-Episode-Id header"), None
     value = _meta_value(meta, EPISODE_META_KEY)
     if isinstance(value, str) and value:
-        return value[:MAX_EPISODE_ID_LENGTH], None
+        return _checked(value, f"_meta[{EPISODE_META_KEY!r}]"), None
     if getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
         # Stateless 2026-07-28: no connection outlives a request, so none can end an episode.
         return (HTTP_FALLBACK_EPISODE if headers is not None else PROCESS_EPISODE), None
@@ -98,7 +112,21 @@ def _identify(ctx: Any, meta: Any) -> tuple[str, Any | None]:
         return HTTP_FALLBACK_EPISODE, None
     if connection is None:
         return PROCESS_EPISODE, None
-    return f"connection-{id(connection):x}", connection
+    episode_id = connection.state.setdefault(
+        _CONNECTION_EPISODE, f"connection-{RUN}-{next(_connections)}"
+    )
+    return episode_id, connection
+
+
+def _checked(episode_id: str, where: str) -> str:
+    if len(episode_id) > MAX_EPISODE_ID_LENGTH:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"The episode id in {where} is {len(episode_id)} characters long; this "
+            f"server accepts at most {MAX_EPISODE_ID_LENGTH} (it would have to cut it, and two "
+            "episodes whose ids begin alike would merge). Send a shorter id, e.g. a hash.",
+        )
+    return episode_id
 
 
 def end_on_close(request: EpisodeRequest, end: Callable[[str], None]) -> None:
@@ -115,3 +143,32 @@ def end_on_close(request: EpisodeRequest, end: Callable[[str], None]) -> None:
         end(request.episode_id)
 
     connection.exit_stack.push_async_callback(on_close)
+
+
+@contextmanager
+def client_episode(ctx: Any, end: Callable[[str, str], None]) -> Iterator[str]:
+    """The episode id of request ``ctx``, with what the client asked done around the work
+    in the block: a reset before, an end after, the end of a legacy connection's episode
+    when the connection closes. ``end(episode_id, reason)`` ends an episode."""
+    request = episode_request(ctx)
+    end_on_close(request, lambda eid: end(eid, "its connection closed"))
+    if request.reset:
+        end(request.episode_id, "reset by the client")
+    try:
+        yield request.episode_id
+    finally:
+        if request.end:
+            end(request.episode_id, "ended by the client")
+
+
+def client_world(ctx: Any) -> Any | None:
+    """The client's own world for the episode of request ``ctx`` (``_meta["aw-mcp/world"]``,
+    as sent: the simulator validates it), or None."""
+    return _meta_value(getattr(ctx, "meta", None), WORLD_META_KEY)
+
+
+def connection_state(ctx: Any) -> dict[str, Any] | None:
+    """The SDK's per-connection state dict behind request ``ctx`` (None without one): what a
+    handshake connection keeps between requests (mcp 2.3 has no public accessor)."""
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    return getattr(connection, "state", None)

@@ -1,10 +1,16 @@
 """The Streamable HTTP application: bounded sessions, DNS-rebinding protection, bearer token.
 
-Built here rather than with ``Server.streamable_http_app`` because three things it does not do
-are needed by a server that many agents (or a hostile client) reach over the network:
+Built here rather than with ``Server.streamable_http_app`` because things it does not do are
+needed by a server that many agents (or a hostile client) reach over the network:
 - sessions are bounded: idle ones expire after ``session_idle_timeout`` seconds, and at
-  ``max_sessions`` the least recently used idle session makes room for a new client (the SDK
-  refuses every new client with 503 until a session expires on its own);
+  ``max_sessions`` an idle session makes room for a new client (the SDK refuses every new
+  client with 503 until a session expires on its own): the least recently used of those that
+  never sent anything past the handshake (what a flood of initializes leaves), and only
+  when there is none the least recently used established one;
+- a POST whose client disconnects before its answer cancels its request
+  (``aw_mcp.server.http_watch``): a hung call must not hold its episode;
+- bodies over ``max_body_bytes`` are refused before anything parses them: a large body takes
+  the event loop (the JSON parsers hold the GIL) from every other client while it is parsed;
 - Host/Origin checks on every bind address (the SDK checks them only when bound to exactly
   127.0.0.1, localhost or ::1); off loopback the allowed hosts must be given;
 - an optional bearer token, compared in constant time;
@@ -21,6 +27,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp.server import Server
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
@@ -31,14 +38,17 @@ from mcp.server.transport_security import (
     TransportSecurityMiddleware,
     TransportSecuritySettings,
 )
+from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aw_mcp.episode.store import EpisodeStore
-from aw_mcp.server.malformed import screen_line
+from aw_mcp.server.http_watch import CancelWhenClientGone, SessionActivity, WatchedPosts
+from aw_mcp.server.malformed import leading_id, screen_line
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +67,17 @@ class HttpOptions:
     allowed_origins: Sequence[str] = field(default_factory=tuple)
     auth_token: str | None = None
     ui: bool = False  # serve the read-only /ui page (needs the episode store)
+    max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE
+
+
+BODY_ENVELOPE_BYTES = 64 * 1024
+
+
+def body_limit(max_argument_bytes: int) -> int:
+    """The largest POST body worth parsing when a call's arguments may take
+    ``max_argument_bytes`` as compact JSON: twice that (escapes, indentation) and room for the
+    rest of the message; never above the SDK's own 4 MiB."""
+    return min(2 * max_argument_bytes + BODY_ENVELOPE_BYTES, DEFAULT_MAX_REQUEST_BODY_SIZE)
 
 
 class HttpConfigError(ValueError):
@@ -96,7 +117,22 @@ def transport_security(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BoundedSessionManager(StreamableHTTPSessionManager):
-    """Sessions expire when idle; at the limit the least recently used idle one is closed."""
+    """Sessions expire when idle; at the limit an idle one is closed: the least recently used
+    of those never used past the handshake, else the least recently used of all."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._established: set[str] = set()
+
+    def mark_established(self, session_id: str) -> None:
+        if session_id in self._server_instances:
+            self._established.add(session_id)
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        self._established.discard(session_id)
+        await super()._discard_session(session_id, transport)
 
     def _admit_session(
         self, requestor: AuthorizationContext | None
@@ -106,8 +142,9 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
         return super()._admit_session(requestor)
 
     def _evict_least_recently_used_idle_session(self) -> None:
+        # (established?, idle since, id): sessions a client never used go first.
         idle = [
-            (since, session_id)
+            (session_id in self._established, since, session_id)
             for session_id, transport in self._server_instances.items()
             if (since := idle_since(transport)) is not None
         ]
@@ -116,14 +153,19 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
                 "all %d HTTP sessions are busy: refusing a new one", len(self._server_instances)
             )
             return
-        _, session_id = min(idle)
+        established, _, session_id = min(idle)
         transport = self._server_instances.pop(session_id)
         self._session_owners.pop(session_id, None)
+        self._established.discard(session_id)
         # Cancelling the idle scope ends the session's server task, which terminates the
         # transport (its id then answers 404), as an idle timeout would.
         assert transport.idle_scope is not None
         transport.idle_scope.cancel()
-        log.info("HTTP session %s closed to make room for a new client", session_id)
+        log.info(
+            "HTTP session %s (%s) closed to make room for a new client",
+            session_id,
+            "established" if established else "never used past initialize",
+        )
 
 
 def idle_since(transport: StreamableHTTPServerTransport) -> float | None:
@@ -139,18 +181,21 @@ def idle_since(transport: StreamableHTTPServerTransport) -> float | None:
 
 
 class BearerTokenMiddleware:
-    """Answer 401 unless the request carries ``Authorization: Bearer <token>``."""
+    """Answer 401 unless the request carries ``Authorization: Bearer <token>`` (the scheme
+    in any case, as RFC 9110 has it: ``bearer <token>`` too)."""
 
     def __init__(self, app: ASGIApp, token: str):
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-        if not hmac.compare_digest(given, self.expected):
+        scheme, _, token = given.strip().partition(b" ")
+        valid = scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected)
+        if not valid:
             response = JSONResponse(
                 {"error": "unauthorized", "message": "send 'Authorization: Bearer <token>'"},
                 status_code=401,
@@ -165,13 +210,20 @@ class ScreenedBodies:
     """Answer a POST body the SDK cannot read with the JSON-RPC errors its requests are owed.
 
     The SDK answers such a body with 400 and a null id; this puts the request's id and a
-    ``data`` that says what is wrong in the 400 (``screen_line``, as on stdio). Requests that
-    fail the Host/Origin check, and bodies over the size limit, go on to the SDK untouched.
+    ``data`` that says what is wrong in the 400 (``screen_line``, as on stdio). A body over
+    ``max_body`` bytes gets 413 and a JSON-RPC error before any of it is parsed. Requests that
+    fail the Host/Origin check go on to the SDK untouched.
     """
 
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
+    def __init__(
+        self,
+        app: ASGIApp,
+        security: TransportSecuritySettings,
+        max_body: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    ):
         self.app = app
         self.security = TransportSecurityMiddleware(security)
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -180,17 +232,24 @@ class ScreenedBodies:
         if await self.security.validate_request(Request(scope), is_post=True) is not None:
             await self.app(scope, receive, send)
             return
+        declared = Headers(scope=scope).get("content-length", "")
+        declared_size = int(declared) if declared.isdigit() else 0
         chunks: list[bytes] = []
         size, more = 0, True
-        while more and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+        while more and size <= self.max_body:
             message = await receive()
             if message["type"] != "http.request":
                 return  # the client went away
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             more = message.get("more_body", False)
+            if declared_size > self.max_body:
+                break  # the first part is enough to read an id from
         body = b"".join(chunks)
-        if not more and (errors := screen_line(body.decode("utf-8", errors="replace"))):
+        if more or max(size, declared_size) > self.max_body:
+            await self._too_large(body, max(size, declared_size))(scope, receive, send)
+            return
+        if errors := screen_line(body.decode("utf-8", errors="surrogateescape")):
             payload = [e.model_dump(mode="json", by_alias=True) for e in errors]
             await JSONResponse(payload if len(payload) > 1 else payload[0], status_code=400)(
                 scope, receive, send
@@ -198,14 +257,30 @@ class ScreenedBodies:
             return
         replayed = False
 
-        async def replay() -> Message:
+        async def replay() -> Message:  # the body, already read, for the SDK
             nonlocal replayed
             if replayed:
                 return await receive()
             replayed = True
-            return {"type": "http.request", "body": body, "more_body": more}
+            return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+    def _too_large(self, head: bytes, size: int) -> JSONResponse:
+        """413 with the request's id when it comes first (read from the first bytes only)."""
+        rid = leading_id(head[:4096].decode("utf-8", errors="replace"))
+        problem = (
+            f"the request body is {'at least ' if size <= self.max_body else ''}"
+            f"{max(size, self.max_body + 1)} bytes; this server reads at most {self.max_body} "
+            "(twice --max-argument-bytes, plus 64 KiB). Send smaller arguments, or raise "
+            "--max-argument-bytes"
+        )
+        error = JSONRPCError(
+            jsonrpc="2.0",
+            id=rid,
+            error=ErrorData(code=INVALID_REQUEST, message="Request body too large", data=problem),
+        )
+        return JSONResponse(error.model_dump(mode="json", by_alias=True), status_code=413)
 
 
 def build_http_app(
@@ -218,9 +293,14 @@ def build_http_app(
         security_settings=security,
         session_idle_timeout=options.session_idle_timeout,
         max_sessions=options.max_sessions,
+        max_request_body_size=options.max_body_bytes,
     )
     server._session_manager = manager  # what Server.streamable_http_app would record
-    routes = [Route(HTTP_PATH, endpoint=ScreenedBodies(StreamableHTTPASGIApp(manager), security))]
+    server.middleware.extend([CancelWhenClientGone(), SessionActivity(manager.mark_established)])
+    endpoint = ScreenedBodies(
+        WatchedPosts(StreamableHTTPASGIApp(manager)), security, options.max_body_bytes
+    )
+    routes = [Route(HTTP_PATH, endpoint=endpoint)]
     if options.ui:
         if episodes is None:
             raise HttpConfigError("the /ui page needs the server's episode store")

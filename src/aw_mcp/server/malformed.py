@@ -36,26 +36,48 @@ def screen_line(line: str) -> list[types.JSONRPCError] | None:
     """None when the SDK can read ``line``; otherwise the error responses it is owed.
 
     A line whose requests have no readable id (notifications, garbage inside an object) is
-    owed nothing: JSON-RPC forbids answering a notification. It is logged instead.
+    owed nothing: JSON-RPC forbids answering a notification. It is logged instead. A request
+    whose id is not a string or an integer (``1.5``, ``true``, ``null``) is answered with a
+    null id, as JSON-RPC answers an id it cannot read. Bytes that are not UTF-8 reach here as
+    lone surrogates (``errors="surrogateescape"``) and get -32700.
     """
+    if undecodable := _UNDECODABLE.search(line):
+        byte = ord(undecodable.group()) - 0xDC00
+        problem = f"not valid UTF-8: byte {byte:#04x} at character {undecodable.start()}"
+        return _owed(line, types.PARSE_ERROR, "Parse error", problem)
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        valid = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
         validation = exc
+    else:
+        # The SDK reads a request whose id is not a string or an integer as a notification
+        # (the id is dropped), and so never answers it.
+        if isinstance(valid, types.JSONRPCNotification) and '"id"' in line:
+            message = json.loads(line)
+            if "id" in message:
+                return [_bad_id(message["id"])]
+        return None
     try:
         message = json.loads(line)
     except RecursionError:
         problem = f"nested deeper than Python's JSON parser goes; at most {MAX_NESTING} levels"
-        return [_error(_leading_id(line), types.INVALID_REQUEST, "Invalid Request", problem)]
+        return [_error(leading_id(line), types.INVALID_REQUEST, "Invalid Request", problem)]
     except ValueError as exc:  # not JSON at all: the id cannot be read, so it is null
         return [_error(None, types.PARSE_ERROR, "Parse error", f"not valid JSON: {exc}")]
     if isinstance(message, list):
-        ids = [request_id(m) for m in message if isinstance(m, dict)]
+        if not message:
+            problem = f"an empty array is not a JSON-RPC message; {BATCH_UNSUPPORTED}"
+            return [_error(None, types.INVALID_REQUEST, "Invalid Request", problem)]
+        # Each request in the batch is owed an error; notifications and responses are not.
         errors = [
-            _error(i, types.INVALID_REQUEST, "Invalid Request", BATCH_UNSUPPORTED)
-            for i in ids
-            if i is not None
+            _error(
+                request_id(m) if isinstance(m, dict) else None,
+                types.INVALID_REQUEST,
+                "Invalid Request",
+                BATCH_UNSUPPORTED,
+            )
+            for m in message
+            if not isinstance(m, dict) or ("method" in m and "id" in m)
         ]
         return errors or _unanswerable(line, BATCH_UNSUPPORTED)
     if not isinstance(message, dict):
@@ -63,6 +85,8 @@ def screen_line(line: str) -> list[types.JSONRPCError] | None:
         return [_error(None, types.INVALID_REQUEST, "Invalid Request", problem)]
     problem, code = _problem(message, validation)
     rid = request_id(message)
+    if rid is None and "method" in message and "id" in message:
+        return [_bad_id(message["id"])]
     if rid is None:
         return _unanswerable(line, problem)
     message_text = {
@@ -73,11 +97,33 @@ def screen_line(line: str) -> list[types.JSONRPCError] | None:
     return [_error(rid, code, message_text, problem)]
 
 
+def _bad_id(value: Any) -> types.JSONRPCError:
+    """A request whose id is unusable is answered under the null id (it cannot be echoed)."""
+    problem = f'"id" must be a string or an integer, got {json.dumps(value)}'
+    return _error(None, types.INVALID_REQUEST, "Invalid Request", problem)
+
+
+# What ``errors="surrogateescape"`` makes of a byte that is not UTF-8.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _owed(line: str, code: int, text: str, problem: str) -> list[types.JSONRPCError]:
+    """The error a line with ``problem`` is owed: under its request's id, if it has one."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return [_error(leading_id(line), code, text, problem)]
+    if isinstance(message, dict) and ("method" not in message or "id" not in message):
+        return _unanswerable(line, problem)  # a notification or a response
+    rid = request_id(message) if isinstance(message, dict) else None
+    return [_error(rid, code, text, problem)]
+
+
 # An "id" member before the first nested value: readable even when the line cannot be parsed.
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
 
 
-def _leading_id(line: str) -> str | int | None:
+def leading_id(line: str) -> str | int | None:
     if match := _LEADING_ID.match(line):
         return json.loads(match.group(1))
     return None

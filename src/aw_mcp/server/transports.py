@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
+import socket
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -52,7 +54,8 @@ async def serve_stdio(server: Server) -> None:
     # Our own handle on fd 0 (the SDK would divert fd 0 to /dev/null for child processes;
     # simulated tools start none).
     stdin = anyio.wrap_file(
-        io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+        # Bytes that are not UTF-8 stay recognisable (lone surrogates) for screen_line.
+        io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="surrogateescape")
     )
     replies, pending = anyio.create_memory_object_stream[JSONRPCError](16)
     screened: Any = ScreenedLines(stdin, replies)  # the SDK asks for an AsyncFile: lines do
@@ -78,13 +81,32 @@ def http_app(server: Server, options: HttpOptions, episodes: EpisodeStore | None
     return build_http_app(server, options, episodes)
 
 
-async def serve_http(app: ASGIApp, options: HttpOptions) -> None:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port); ValueError saying why when it cannot be had."""
+    # The family as uvicorn picks it ("localhost" stays IPv4 even where it resolves to ::1).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        hint = " (another server is using that port: pick another with --port)"
+        problem = f"{exc.strerror or exc}{hint if exc.errno == errno.EADDRINUSE else ''}"
+        raise ValueError(f"cannot listen on {host}:{port}: {problem}") from None
+    return sock
+
+
+async def serve_http(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
+    """Serve on ``sock``; bind it beforehand (``listen_socket``) so that a port in use fails
+    before the model loads and before anything says it is serving."""
     import uvicorn
 
+    sock = sock or listen_socket(options.host, options.port)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_level="warning", lifespan="on"
     )
-    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, options.port, HTTP_PATH)
+    port = sock.getsockname()[1]
+    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, port, HTTP_PATH)
     if options.ui:
-        log.info("live episodes at http://%s:%d/ui", options.host, options.port)
-    await uvicorn.Server(config).serve()
+        log.info("live episodes at http://%s:%d/ui", options.host, port)
+    await uvicorn.Server(config).serve(sockets=[sock])

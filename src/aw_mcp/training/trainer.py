@@ -47,9 +47,9 @@ class TrainSettings(BaseModel):
     rank: int = Field(default=16, ge=1, description="LoRA rank.")
     alpha: float = Field(default=32.0, gt=0, description="LoRA alpha (scale = alpha / rank).")
     lr: float = Field(default=5e-4, gt=0, description="Peak learning rate (AdamW).")
-    warmup_steps: int = Field(default=10, ge=0)
+    warmup_steps: int = Field(default=10, ge=0, description="Steps of linear warm-up to lr.")
     min_lr_ratio: float = Field(default=0.1, ge=0, le=1, description="Cosine floor, x lr.")
-    weight_decay: float = Field(default=0.0, ge=0)
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
     batch_tokens: int = Field(
         default=2048, ge=64, description="Padded episode tokens per step (after the prefix)."
     )
@@ -60,7 +60,9 @@ class TrainSettings(BaseModel):
     )
     eval_every: int = Field(default=20, ge=1, description="Steps between validation losses.")
     checkpoint_every: int = Field(default=20, ge=1, description="Steps between checkpoints.")
-    seed: int = 0
+    seed: int = Field(
+        default=0, description="Seed of the batch order, the validation split and the LoRA init."
+    )
 
 
 @dataclass

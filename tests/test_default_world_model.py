@@ -1,0 +1,122 @@
+"""What a new user gets from plain `aw-mcp serve` (no flags): the default world model
+(Qwen2.5-Coder-0.5B with its bundled adapter) answers everyday commands as the bundled Terminal
+world implies, and follows a --world file that moves the user and the working directory.
+
+The truth is not written here: the same commands run in a real bash sandbox built from the
+bundled world's facts (the machine `aw-mcp generate terminal --worlds varied` builds), and the
+served answers are compared with what that sandbox printed. Needs root and unshare for the
+sandbox (as the generator tests do); the model runs on the CPU, one thread.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from aw_mcp.domain.loader import load_domain, load_world
+from aw_mcp.trajectories.sandbox import (
+    BashSandbox,
+    SandboxUnavailable,
+    ensure_user,
+    observation_text,
+)
+from aw_mcp.trajectories.worlds import from_world
+from tests.helpers import text_of
+
+pytestmark = pytest.mark.anyio
+
+# Everyday commands of a first session (not a training script: its own list and order).
+EVERYDAY = [
+    "pwd",
+    "whoami",
+    "hostname",
+    "ls",
+    "cat requirements.txt",
+    "git status",
+    "git branch",
+    "python3 --version",
+    "git --version",
+    "mkdir demo && cd demo && touch a.txt && ls",
+    "pwd",
+    "cd ..",
+    "echo hello world",
+    "echo $((6 * 7))",
+    "cat missing.txt",
+    "ls tests",
+    "head -n 1 README.md",
+    "echo $HOME",
+    "rm requirements.txt && ls",
+    "cat requirements.txt",
+]
+
+
+def _sandbox_reason() -> str:
+    try:
+        ensure_user()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+needs_sandbox = pytest.mark.skipif(bool(_sandbox_reason()), reason=_sandbox_reason() or "ok")
+
+
+def real_answers(commands: list[str], world_file: Path | None = None) -> list[str]:
+    """What bash prints for ``commands`` on the machine the served world describes."""
+    world = load_domain("terminal").world
+    if world_file is not None:
+        world = world.merged(load_world(world_file))
+    with BashSandbox(world=from_world(world)) as shell:
+        return [observation_text(*shell.run(c)) for c in commands]
+
+
+def default_server(*args: str) -> StdioServerParameters:
+    """Plain `aw-mcp serve` as a new user starts it: no model chosen (conftest's plumbing
+    model taken out of the environment)."""
+    env = {k: v for k, v in os.environ.items() if k != "AW_MCP_MODEL"}
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aw_mcp", "serve", "--threads", "1", *args],
+        env={**env, "AW_MCP_LOG_LEVEL": "WARNING"},
+    )
+
+
+async def served_answers(params: StdioServerParameters, commands: list[str]) -> list[str]:
+    async with Client(params) as client:
+        return [text_of(await client.call_tool("run_command", {"command": c})) for c in commands]
+
+
+def _same(served: str, real: str) -> bool:
+    return served.strip() == real.strip()
+
+
+@needs_sandbox
+async def test_plain_serve_answers_everyday_commands_as_its_bundled_world_implies():
+    real = real_answers(EVERYDAY)
+    served = await served_answers(default_server(), EVERYDAY)
+    right = [c for c, s, r in zip(EVERYDAY, served, real, strict=True) if _same(s, r)]
+    wrong = [
+        f"$ {c}\n  served: {s!r}\n  real:   {r!r}"
+        for c, s, r in zip(EVERYDAY, served, real, strict=True)
+        if not _same(s, r)
+    ]
+    assert len(right) >= 0.9 * len(EVERYDAY), "\n".join(wrong)
+
+
+@needs_sandbox
+async def test_a_world_file_that_moves_user_and_directory_is_followed(tmp_path):
+    world_file = tmp_path / "world.yaml"
+    world_file.write_text(
+        "facts:\n  user: ops\n  home: /home/ops\n  working_directory: /srv/app\n"
+        "  git: /srv/app is not a git repository\n"
+        "  files: 'none: /srv/app starts empty'\n"
+    )
+    commands = ["whoami", "pwd", "echo $HOME"]
+    real = real_answers(commands, world_file)
+    assert real[:2] == ["ops\n[exit code: 0]", "/srv/app\n[exit code: 0]"]  # the sandbox obeys
+    served = await served_answers(default_server("--world", str(world_file)), commands)
+    assert [s.strip() for s in served[:2]] == [r.strip() for r in real[:2]], served
