@@ -6,6 +6,7 @@ import pytest
 
 from aw_mcp.adapters import AdapterError, bundled_adapters, read_adapter_info
 from aw_mcp.config import ServeSettings
+from aw_mcp.models import DEFAULT_MODEL, KNOWN_MODELS
 from aw_mcp.runtime import build_catalogue, resolve_adapters, serving_profile
 from tests.conftest import REPO_ROOT
 
@@ -16,19 +17,33 @@ def _resolve(**settings):
     return adapters, serving_profile(settings, adapters)
 
 
-def test_the_bundled_adapter_says_how_it_was_trained():
-    (path,) = bundled_adapters()
-    info = read_adapter_info(path)
-    assert info.profile == "small"
-    assert info.domains == ("terminal",)
-    assert info.base_model and info.base_model.endswith(".gguf")
-    assert info.alpha > 0
+def bundled(name: str):
+    return next(p for p in bundled_adapters() if p.name == name)
 
 
-def test_the_embedded_model_serving_terminal_gets_the_bundled_adapter_and_its_profile():
-    adapters, profile = _resolve()
-    assert [a.path for a in adapters] == bundled_adapters()
+def test_each_bundled_adapter_says_how_it_was_trained():
+    smol = read_adapter_info(bundled("smollm2-135m-terminal.gguf"))
+    qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
+    assert (smol.profile, smol.domains) == ("small", ("terminal",))
+    assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
+    assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
+    assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
+    assert smol.alpha > 0 and qwen.alpha > 0
+
+
+def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_domain(monkeypatch):
+    monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
+    for domains in (["terminal"], ["os"], ["swe"], ["terminal", "os"]):
+        adapters, profile = _resolve(simulator=domains)
+        assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")], domains
+        assert profile == "small"
+
+
+def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
+    adapters, profile = _resolve(model="smollm2-135m")
+    assert [a.path for a in adapters] == [bundled("smollm2-135m-terminal.gguf")]
     assert profile == "small"
+    assert _resolve(model="smollm2-135m", simulator=["os"]) == ([], "default")
 
 
 @pytest.mark.parametrize(
@@ -36,7 +51,7 @@ def test_the_embedded_model_serving_terminal_gets_the_bundled_adapter_and_its_pr
     [
         {"no_lora": True},
         {"simulator": ["terminal", "search"]},  # not trained on search
-        {"model": REPO_ROOT / "some-other-model.gguf"},  # a user's model gets no default
+        {"model": str(REPO_ROOT / "some-other-model.gguf")},  # a user's model: no default
         {"engine": "transformers"},
     ],
 )
@@ -58,6 +73,6 @@ def test_bad_adapter_settings_are_clear_errors(tmp_path):
     with pytest.raises(AdapterError, match="not found"):
         _resolve(lora=[tmp_path / "missing.gguf"])
     with pytest.raises(ValueError, match="contradict"):
-        _resolve(lora=bundled_adapters(), no_lora=True)
+        _resolve(lora=bundled_adapters()[:1], no_lora=True)
     with pytest.raises(ValueError, match="llama-cpp engine only"):
-        _resolve(lora=bundled_adapters(), engine="openai")
+        _resolve(lora=bundled_adapters()[:1], engine="openai")
