@@ -180,4 +180,6 @@ def test_small_profile_keeps_facts_and_demonstrations_in_far_fewer_tokens(module
     assert step2[: len(small) - 1] == small[:-1]
     assert step2[-1].content.endswith("(now: the disk is full)")
     count = anyio.run(module_engine.count_tokens, small[:1])
-    assert count * 3 < anyio.run(module_engine.count_tokens, default[:1])
+    # Both state the same world facts (the bundled project's files with their contents, about
+    # 260 tokens); the rest shrinks about fivefold.
+    assert count * 2.5 < anyio.run(module_engine.count_tokens, default[:1])
