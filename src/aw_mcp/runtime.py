@@ -202,6 +202,8 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
         profile=PROFILES[serving_profile(settings, adapters)](),
         settings=SimulatorSettings(
             replay_read_only=settings.replay_read_only,
+            # The KV cache of a local engine lives here; a remote server keeps its own.
+            warm_up_prompts=settings.engine != "openai",
             sampling=SamplingSettings(
                 sampling_seed=settings.sampling_seed,
                 retry_temperature=settings.retry_temperature,

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 class SimulatorSettings:
     structured_retries: int = 2  # extra attempts when output breaks the tool's outputSchema
     replay_read_only: bool = True  # repeat a read-only observation if nothing changed since
+    warm_up_prompts: bool = False  # evaluate each domain's prompt prefix at start (warm_up)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
 
@@ -87,6 +88,8 @@ class WorldSimulator:
         finds it in the KV cache instead of paying for it (thousands of tokens on a CPU).
         A failure is only logged: the calls report the engine's errors themselves."""
         await self.engine.start()
+        if not self.settings.warm_up_prompts:
+            return
         for served in {t.domain.name: t for t in self.catalogue}.values():
             messages = build_messages(
                 self.profile,
