@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
-from tests.conftest import TOOL_SURFACES
+from tests.conftest import TOOL_SURFACES, small_embedded_engine
 from tests.fake_engine import FakeEngine
 from tests.tool_calls import simulated_server, with_max_tokens
 
@@ -82,6 +82,13 @@ def test_tools_are_wire_identical_to_real_servers(name):
 
 def _strip_line_ends(text: str | None) -> str | None:
     return None if text is None else "\n".join(line.rstrip() for line in text.splitlines())
+
+
+@pytest.fixture(scope="module")
+def module_engine():
+    """The served default context window (8,192): the web domain's prompt, with its real
+    Playwright demonstrations, takes about 5,000 tokens in the default profile."""
+    return small_embedded_engine(n_ctx=8192)
 
 
 @pytest.mark.anyio

@@ -114,7 +114,8 @@ def test_a_path_is_served_as_given_and_an_unknown_name_is_a_clear_error(tmp_path
     own = tmp_path / "mine.gguf"
     own.write_bytes(b"GGUF")
     assert resolve_model(str(own)) == own
-    with pytest.raises(ModelFileError, match=r"not a known model .*qwen2\.5-coder-0\.5b"):
+    unknown = r"model file not found: qwen-9000 \(and not a known model: qwen2\.5-coder-0\.5b"
+    with pytest.raises(ModelFileError, match=unknown):
         resolve_model("qwen-9000")
 
 

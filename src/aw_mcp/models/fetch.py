@@ -37,7 +37,7 @@ def resolve_model(name_or_path: str | Path) -> Path:
     if path.is_file():
         return path
     known = ", ".join(KNOWN_MODELS)
-    raise ModelFileError(f"--model {text}: no such file, and not a known model ({known})")
+    raise ModelFileError(f"model file not found: {text} (and not a known model: {known})")
 
 
 def model_file(model: KnownModel, folder: Path | None = None) -> Path:
