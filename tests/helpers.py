@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain import load_domain
 from aw_mcp.engines.base import Engine
 from aw_mcp.episode.store import EpisodeStore, RecordSink
 from aw_mcp.server.app import build_server
 from aw_mcp.simulator import SimulatorSettings, WorldSimulator
+from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
 
 TINY_DOMAIN = Path(__file__).parent / "data" / "tiny_domain.yaml"
 
@@ -32,3 +35,16 @@ def make_server(engine: Engine, domain: str | Path = TINY_DOMAIN, **settings):
 
 def text_of(result) -> str:
     return result.content[0].text
+
+
+def _sandbox_unavailable() -> str:
+    """Why this machine cannot run the real-bash sandbox ('' when it can)."""
+    try:
+        ensure_user()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+# For tests that run real bash in a sandbox (root and unshare).
+needs_sandbox = pytest.mark.skipif(bool(_sandbox_unavailable()), reason=_sandbox_unavailable())

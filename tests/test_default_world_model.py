@@ -20,12 +20,10 @@ from mcp import Client, StdioServerParameters
 from aw_mcp.domain.loader import load_domain, load_world
 from aw_mcp.trajectories.sandbox import (
     BashSandbox,
-    SandboxUnavailable,
-    ensure_user,
     observation_text,
 )
 from aw_mcp.trajectories.worlds import from_world
-from tests.helpers import text_of
+from tests.helpers import needs_sandbox, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -56,17 +54,6 @@ EVERYDAY = [
 
 # Share of EVERYDAY the default must answer exactly as the real machine does.
 MEASURED_FLOOR = 0.65
-
-
-def _sandbox_reason() -> str:
-    try:
-        ensure_user()
-    except SandboxUnavailable as exc:
-        return str(exc)
-    return ""
-
-
-needs_sandbox = pytest.mark.skipif(bool(_sandbox_reason()), reason=_sandbox_reason() or "ok")
 
 
 def real_answers(commands: list[str], world_file: Path | None = None) -> list[str]:

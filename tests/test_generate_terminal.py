@@ -19,8 +19,6 @@ from aw_mcp.trajectories.records import load_record_dir
 from aw_mcp.trajectories.sandbox import (
     BashSandbox,
     CommandTimeout,
-    SandboxUnavailable,
-    ensure_user,
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import (
@@ -32,17 +30,7 @@ from aw_mcp.trajectories.terminal_scripts import (
 from aw_mcp.trajectories.world_faults import world_fault
 from aw_mcp.trajectories.world_file import episode_worlds
 from aw_mcp.trajectories.worlds import from_world
-
-
-def _sandbox_available() -> str:
-    try:
-        ensure_user()
-    except SandboxUnavailable as exc:
-        return str(exc)
-    return ""
-
-
-needs_sandbox = pytest.mark.skipif(bool(_sandbox_available()), reason=_sandbox_available())
+from tests.helpers import needs_sandbox
 
 
 def test_same_seed_same_commands_other_seed_other_commands():

@@ -143,6 +143,14 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     assert [a.path for a in adapters] == [adapter]
     assert serving_profile(settings_, adapters) == "small"
 
+    plain, adapted = pwd_answers(context, adapter, max_tokens=24)
+    assert adapted != plain
+    assert adapted.startswith("/home/user/project"), adapted  # what the real records taught
+
+
+def pwd_answers(context: DomainContext, adapter: Path, max_tokens: int, **engine_options):
+    """llama.cpp's answer to a first ``pwd`` in ``context``'s world, without and with
+    ``adapter``."""
     messages = build_messages(
         SmallModelProfile(),
         context.domain,
@@ -154,19 +162,16 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
         1,
         [],
     )
-    request = GenerationRequest(messages=messages, max_tokens=24)
+    request = GenerationRequest(messages=messages, max_tokens=max_tokens)
 
     async def answer(**options) -> str:
-        engine = small_embedded_engine(**options)
+        engine = small_embedded_engine(**engine_options, **options)
         try:
             return (await engine.generate(request)).text
         finally:
             await engine.aclose()
 
-    plain = anyio.run(answer)
-    adapted = anyio.run(lambda: answer(lora_paths=[adapter]))
-    assert adapted != plain
-    assert adapted.startswith("/home/user/project"), adapted  # what the real records taught
+    return anyio.run(answer), anyio.run(lambda: answer(lora_paths=[adapter]))
 
 
 def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_its_output(
@@ -200,28 +205,8 @@ def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_i
     )
     out = tmp_path / "qwen"
     Trainer(loaded, examples[:2], [], shared_prefix_length(examples), settings, out, meta).run()
-    messages = build_messages(
-        SmallModelProfile(),
-        context.domain,
-        context.domain.tools,
-        context.world,
-        [],
-        0,
-        ToolCall(tool="run_command", arguments={"command": "pwd"}),
-        1,
-        [],
-    )
-    request = GenerationRequest(messages=messages, max_tokens=16)
-
-    async def answer(**options) -> str:
-        engine = small_embedded_engine(model_path=base, **options)
-        try:
-            return (await engine.generate(request)).text
-        finally:
-            await engine.aclose()
-
-    plain = anyio.run(answer)
-    adapted = anyio.run(lambda: answer(lora_paths=[out / ADAPTER]))  # refused before the fix
+    # llama.cpp refused the adapter before the fix ("model arch and LoRA arch mismatch").
+    plain, adapted = pwd_answers(context, out / ADAPTER, max_tokens=16, model_path=base)
     assert adapted != plain
 
 
