@@ -58,3 +58,20 @@ def test_a_fault_error_reads_back_as_a_request_that_never_reached_the_world(tmp_
     sink.write(_record(3, "a", "fault"))  # a canned result a fault rule gave
     [episode] = load_record_dir(tmp_path)
     assert [t.reached_world for t in episode.turns()] == [True, False, True]
+
+
+def test_each_episode_is_trained_in_its_own_world_else_its_folders(tmp_path):
+    """aw-mcp train renders an episode with its worlds/<episode>.yaml, else the record
+    folder's world.yaml; a folder with neither leaves the domain's world alone."""
+    from aw_mcp.training import record_dir_worlds
+    from aw_mcp.trajectories.records import RecordedEpisode
+
+    (tmp_path / "worlds").mkdir()
+    (tmp_path / "worlds" / "own.yaml").write_text("facts: {user: ops}\n")
+    (tmp_path / "world.yaml").write_text("facts: {user: dev}\n")
+    episodes = [RecordedEpisode("own", "terminal"), RecordedEpisode("plain", "terminal")]
+    worlds = record_dir_worlds(tmp_path, episodes)
+    assert {e: w.facts["user"] for e, w in worlds.items()} == {"own": "ops", "plain": "dev"}
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert record_dir_worlds(bare, episodes) == {}

@@ -16,7 +16,6 @@ class SinglePackage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: str = "package"
     package: str  # the distribution name (pip install ...)
     module: str  # its import name, found with importlib.util.find_spec (never imported)
 
@@ -27,7 +26,6 @@ class ChunkedPackages(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: str = "chunks"
     modules: tuple[str, ...]  # import names, in part order
     distributions: tuple[str, ...]  # pip requirement of each, pinned (module order)
     part_sha256: tuple[str, ...]

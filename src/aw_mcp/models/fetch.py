@@ -63,9 +63,19 @@ def model_file(model: KnownModel, folder: Path | None = None) -> Path:
     raise ModelFileError(_missing_message(model))
 
 
+# Files this process has hashed already, by (path, size, mtime): a pool of engines, the
+# training format and the engine itself each ask for the same file, and one hash is enough
+# while the file is unchanged.
+_verified: set[tuple[str, int, int, str]] = set()
+
+
 def verify(path: Path, model: KnownModel) -> None:
     """Refuse ``path`` unless it has ``model``'s size and sha256."""
-    size = path.stat().st_size
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, model.sha256)
+    if key in _verified:
+        return
+    size = stat.st_size
     if size != model.size:
         raise ModelFileError(
             f"{path}: {size:,} bytes, but {model.name} is {model.size:,} bytes "
@@ -78,6 +88,7 @@ def verify(path: Path, model: KnownModel) -> None:
             f"{path}: sha256 {digest}, expected {model.sha256} for {model.name}; the file "
             "is corrupted or not this model. Delete it and start again to fetch it anew."
         )
+    _verified.add(key)
 
 
 def assemble(model: KnownModel, parts: list[Path], target: Path) -> Path:

@@ -26,12 +26,11 @@ from aw_mcp import __version__
 from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
-from aw_mcp.domain.models import WorldSpec
 from aw_mcp.server.arguments import (
     argument_errors,
     oversize_error,
     oversize_summary,
-    world_errors,
+    parse_world,
 )
 from aw_mcp.server.client_logging import log_to_client, set_level
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
@@ -156,8 +155,9 @@ def build_server(
             return error_result(too_large)
         problems = argument_errors(served.spec.input_schema, arguments)
         what = f"arguments for tool {params.name}"
+        episode_world = None
         if not problems and world is not None:
-            problems, what = world_errors(world), f"_meta {WORLD_META_KEY}"
+            (episode_world, problems), what = parse_world(world), f"_meta {WORLD_META_KEY}"
         if problems:
             message = f"Invalid {what}: " + "; ".join(problems)
             log.info("episode %r: %s", episode_id, message)
@@ -170,7 +170,7 @@ def build_server(
                 served,
                 arguments,
                 progress_reporter(ctx),
-                WorldSpec.model_validate(world) if world is not None else None,
+                episode_world,
             )
         except RpcFaultError as exc:
             raise MCPError(

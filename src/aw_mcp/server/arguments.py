@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
+from aw_mcp.domain.models import WorldSpec
 from aw_mcp.json_schemas import schema_errors
 
 
@@ -44,16 +47,10 @@ def oversize_summary(arguments: Any, preview_chars: int = 200) -> dict[str, Any]
     return {"_bytes": argument_bytes(arguments), "_preview": text[:preview_chars]}
 
 
-def world_errors(world: Any) -> list[str]:
-    """Problems with a client's ``_meta`` world (a ``WorldSpec``); empty when it is valid."""
-    from pydantic import ValidationError
-
-    from aw_mcp.domain.models import WorldSpec
-
+def parse_world(world: Any) -> tuple[WorldSpec | None, list[str]]:
+    """A client's ``_meta`` world as a ``WorldSpec``, or None and what is wrong with it."""
     try:
-        WorldSpec.model_validate(world)
+        return WorldSpec.model_validate(world), []
     except ValidationError as exc:
-        return [
-            f"{'.'.join(map(str, e['loc'])) or 'world'}: {e['msg']}" for e in exc.errors()
-        ]
-    return []
+        problems = [f"{'.'.join(map(str, e['loc'])) or 'world'}: {e['msg']}" for e in exc.errors()]
+        return None, problems

@@ -26,7 +26,7 @@ from aw_mcp.training.examples import (
     split_validation,
 )
 from aw_mcp.training.trainer import ADAPTER, TrainSettings
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.records import RecordedEpisode, load_record_dir
 from aw_mcp.trajectories.world_file import episode_worlds
 
 log = logging.getLogger(__name__)
@@ -53,20 +53,17 @@ class TrainJob:
     init_from: Path | None = None
 
 
-def record_dir_worlds(record_dirs: list[Path]) -> dict[str, WorldSpec]:
-    """The world each episode ran in, by episode id, as its record directory says: the
-    episode's own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world
-    its episodes share), else none (the domain's world as it is)."""
-    worlds: dict[str, WorldSpec] = {}
-    for directory in record_dirs:
-        shared_file = directory / "world.yaml"
-        shared = load_world(shared_file) if shared_file.is_file() else None
-        own = episode_worlds(directory)
-        for episode in load_record_dir(directory):
-            world = own.get(episode.episode, shared)
-            if world is not None:
-                worlds[episode.episode] = world
-    return worlds
+def record_dir_worlds(
+    directory: Path, episodes: list[RecordedEpisode]
+) -> dict[str, WorldSpec]:
+    """The world each of ``directory``'s ``episodes`` ran in, by episode id: the episode's
+    own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world its
+    episodes share), else none (the domain's world as it is)."""
+    shared_file = directory / "world.yaml"
+    shared = load_world(shared_file) if shared_file.is_file() else None
+    own = episode_worlds(directory)
+    worlds = {e.episode: own.get(e.episode, shared) for e in episodes}
+    return {episode: world for episode, world in worlds.items() if world is not None}
 
 
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
@@ -81,7 +78,8 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     torch.manual_seed(settings.seed)
     torch.set_num_threads(job.threads or default_inference_threads())
     base = resolve_model(job.base_model or DEFAULT_MODEL)
-    episodes = [e for d in job.record_dirs for e in load_record_dir(d)]
+    by_dir = {d: load_record_dir(d) for d in job.record_dirs}
+    episodes = [e for found in by_dir.values() for e in found]
     if not episodes:
         raise ValueError(f"no episodes in {', '.join(map(str, job.record_dirs))}")
     names = job.simulators or sorted({e.domain for e in episodes})
@@ -92,7 +90,10 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         contexts[domain.name] = DomainContext.of(domain, world)
     profile = PROFILES[job.profile]()
     fmt = ServingFormat.from_gguf(base)
-    worlds = {} if world else record_dir_worlds(job.record_dirs)
+    worlds: dict[str, WorldSpec] = {}
+    if not world:  # a --world given serves every episode; else each its own record dir's
+        for directory, found in by_dir.items():
+            worlds.update(record_dir_worlds(directory, found))
     examples = build_examples(episodes, contexts, profile, fmt, job.max_tokens, worlds)
     if not examples:
         raise ValueError("no episode could be turned into a training sequence")

@@ -169,13 +169,14 @@ def drawn_world_spec(world: SandboxWorld, seen: dict[str, str], date: str) -> Wo
 def measure_world() -> dict[str, Any]:
     """The world facts of the sandbox, measured in it (the ``aw-mcp serve --world`` shape)."""
     seen = probe_sandbox()
+    machine = machine_facts(seen)
     return {
         "facts": {
             "hostname": HOSTNAME,
             "user": f"{USER} ({seen['id']})",
             "home": HOME,
             "working_directory": PROJECT,
-            **{k: v for k, v in machine_facts(seen).items() if k != "environment"},
+            **{k: v for k, v in machine.items() if k != "environment"},
             # The keys the bundled world states them with (its files and history do not hold).
             "files": f"none: {PROJECT} starts EMPTY; everything in it was created by earlier "
             "commands of this episode",
@@ -183,7 +184,7 @@ def measure_world() -> dict[str, Any]:
             f"repositories start on branch main (git user {GIT_NAME} <{GIT_EMAIL}>)",
             "home_contents": f"{HOME} holds only project/ and .gitconfig (user.name "
             f"{GIT_NAME}, user.email {GIT_EMAIL}, init.defaultBranch main)",
-            "environment": machine_facts(seen)["environment"],
+            "environment": machine["environment"],
         },
         # The bundled Terminal world's notes do not hold here.
         "replace_notes": True,

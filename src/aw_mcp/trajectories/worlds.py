@@ -22,9 +22,6 @@ from typing import Any
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.trajectories.terminal_scripts import Split
 
-# Facts a world file gives that the sandbox is built from (the rest are measured or prose).
-BUILT_FACTS = ("hostname", "user", "home", "working_directory", "files", "git")
-
 
 @dataclass(frozen=True)
 class SandboxWorld:
