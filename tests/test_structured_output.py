@@ -310,3 +310,37 @@ def test_urls_and_emails_are_shaped_like_urls_and_emails():
     assert re.fullmatch(view["url"]["pattern"], "https://docs.python.org/3/whatsnew/3.14.html")
     assert not re.fullmatch(view["url"]["pattern"], "not a url")
     assert re.fullmatch(view["email"]["pattern"], "dev@example.com")
+
+
+# -- the text a client receives ----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_text_field_tool_sends_that_field_as_text_and_the_whole_as_structured():
+    """The filesystem server prints {"content": TEXT} as TEXT (its records show it: 448 of 448
+    structured calls); the bundled os world says so with ``simulation.text_field``, and a client
+    gets the same two views. History keeps the JSON the model wrote."""
+    from aw_mcp.domain.loader import load_domain
+
+    listing = "[FILE] notes.txt\n[DIR] recipes"
+    engine = FakeEngine(json.dumps({"content": listing}))
+    domain = load_domain("os")
+    assert domain.tool("list_directory").simulation.text_field == "content"
+    async with Client(simulated_server(engine, domain)) as client:
+        first = await client.call_tool("list_directory", {"path": "/home/alex"})
+        await client.call_tool("list_directory", {"path": "/home/alex/recipes"})
+    assert [block.text for block in first.content] == [listing]
+    assert first.structured_content == {"content": listing}
+    history = engine.requests[-1].messages
+    assert any(json.dumps({"content": listing}) in m.content for m in history)
+
+
+def test_a_text_field_must_be_a_string_property_of_the_output_schema():
+    from aw_mcp.domain.models import ToolSpec
+
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}}
+    for field in ("count", "missing"):
+        with pytest.raises(ValueError, match="text_field"):
+            ToolSpec(name="t", outputSchema=schema, simulation={"text_field": field})
+    with pytest.raises(ValueError, match="text_field"):
+        ToolSpec(name="t", simulation={"text_field": "content"})

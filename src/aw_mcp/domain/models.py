@@ -37,6 +37,12 @@ class ToolSimulation(BaseModel):
         default=None, description="What a real observation of this tool looks like."
     )
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    text_field: str | None = Field(
+        default=None,
+        description="For a tool with an outputSchema: the string property of the structured "
+        "answer that the real server also sends as its text content (the filesystem server "
+        "prints {\"content\": TEXT} as TEXT). None: the text is the structured answer's JSON.",
+    )
     read_only: bool | None = Field(
         default=None,
         description="Whether the tool only reads the world (for replaying a repeated call); "
@@ -69,6 +75,19 @@ class ToolSpec(BaseModel):
         if schema.get("type", "object") != "object":
             raise ValueError('an MCP inputSchema must have "type": "object"')
         return schema
+
+    @model_validator(mode="after")
+    def _text_field_in_schema(self) -> ToolSpec:
+        field = self.simulation.text_field
+        if field is None:
+            return self
+        properties = (self.output_schema or {}).get("properties", {})
+        if properties.get(field, {}).get("type") != "string":
+            raise ValueError(
+                f"simulation.text_field {field!r} must name a string property of the "
+                "tool's outputSchema"
+            )
+        return self
 
     @property
     def read_only(self) -> bool:
@@ -150,6 +169,18 @@ class DomainSpec(BaseModel):
     prompts: list[Prompt] = Field(
         default_factory=list, description="MCP prompts the world offers (prompts/list)."
     )
+    simulated_like: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_\-]*$",
+        description="The bundled domain this one is simulated like (a mirrored capture: mcp). "
+        "LoRA adapters know domains by this name: one trained on mirrored servers serves any "
+        "mirrored server, seen in training or not.",
+    )
+
+    @property
+    def adapter_domain(self) -> str:
+        """The domain name adapters record and are matched by."""
+        return self.simulated_like or self.name
 
     @model_validator(mode="after")
     def _names_unique_and_demos_known(self) -> DomainSpec:
