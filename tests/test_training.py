@@ -212,3 +212,21 @@ def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_i
 
 def _metrics(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_records_of_a_mirrored_server_train_under_the_mcp_adapter_domain():
+    """A record dir of a real server that is no bundled domain renders with its captured
+    tools/list (as serve --tools-from would), and adapters know it as a mirror (``mcp``), so
+    one trained on mirrors serves servers it never saw."""
+    from aw_mcp.training import training_domains
+
+    memory = REPO_ROOT / "trajectories/mcp/memory/train"
+    terminal = REPO_ROOT / "trajectories/terminal/varied/heldout"
+    by_dir = {d: load_record_dir(d) for d in (memory, terminal)}
+    domains = {d.name: d for d in training_domains(None, by_dir)}
+    assert sorted(domains) == ["memory", "terminal"]
+    assert "create_entities" in {t.name for t in domains["memory"].tools}
+    assert domains["memory"].adapter_domain == "mcp"
+    assert domains["terminal"].adapter_domain == "terminal"
+    with pytest.raises(ValueError, match=r"tools/memory\.json"):
+        training_domains(None, {terminal: by_dir[memory]})  # no capture beside them

@@ -44,7 +44,7 @@ def resolve_adapters(settings: ServeSettings, catalogue: Catalogue) -> list[Adap
     if settings.engine != "llama-cpp":
         return []
     adapters = default_adapters(
-        served_model_file_name(settings), [d.name for d in catalogue.domains]
+        served_model_file_name(settings), [d.adapter_domain for d in catalogue.domains]
     )
     for adapter in adapters:
         log.info("using the bundled LoRA adapter %s (--no-lora to serve without)", adapter.path)

@@ -104,6 +104,7 @@ def mirror_domain(path: Path | str, template: DomainSpec | None = None) -> Domai
         resources=capture.resources,
         resourceTemplates=capture.resource_templates,
         prompts=capture.prompts,
+        simulated_like=template.adapter_domain,
         # Worked examples only for tools this server really has, called as its schema allows.
         demonstrations=[
             d

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aw_mcp.domain.loader import load_domain, load_world
-from aw_mcp.domain.models import WorldSpec
+from aw_mcp.domain.models import DomainSpec, WorldSpec
 from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.training.examples import (
     DomainContext,
@@ -26,6 +26,7 @@ from aw_mcp.training.examples import (
     split_validation,
 )
 from aw_mcp.training.trainer import ADAPTER, TrainSettings
+from aw_mcp.trajectories.export import DomainResolver
 from aw_mcp.trajectories.records import RecordedEpisode, load_record_dir
 from aw_mcp.trajectories.world_file import episode_worlds
 
@@ -66,6 +67,21 @@ def record_dir_worlds(
     return {episode: world for episode, world in worlds.items() if world is not None}
 
 
+def training_domains(
+    simulators: list[str] | None, by_dir: dict[Path, list[RecordedEpisode]]
+) -> list[DomainSpec]:
+    """The domains that render the episodes: ``--simulator`` names, else each record domain
+    as serve would load it: bundled, or mirrored from its folder's ``tools/<domain>.json``."""
+    if simulators:
+        return [load_domain(name) for name in simulators]
+    found: dict[str, DomainSpec] = {}
+    for directory, episodes in by_dir.items():
+        resolver = DomainResolver(record_dir=directory)
+        for name in sorted({e.domain for e in episodes} - set(found)):
+            found[name] = resolver.domain(name)
+    return [found[name] for name in sorted(found)]
+
+
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     import torch
 
@@ -82,12 +98,11 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     episodes = [e for found in by_dir.values() for e in found]
     if not episodes:
         raise ValueError(f"no episodes in {', '.join(map(str, job.record_dirs))}")
-    names = job.simulators or sorted({e.domain for e in episodes})
     world = load_world(job.world) if job.world else None
-    contexts = {}
-    for name in names:
-        domain = load_domain(name)
-        contexts[domain.name] = DomainContext.of(domain, world)
+    contexts = {
+        domain.name: DomainContext.of(domain, world)
+        for domain in training_domains(job.simulators, by_dir)
+    }
     profile = PROFILES[job.profile]()
     fmt = ServingFormat.from_gguf(base)
     worlds: dict[str, WorldSpec] = {}
@@ -111,7 +126,7 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         alpha=settings.alpha,
         profile=job.profile,
         base_model=base.name,
-        domains=sorted(contexts),
+        domains=sorted({c.domain.adapter_domain for c in contexts.values()}),
         n_layers=loaded.n_layers,
         n_head=loaded.n_head,
         n_kv_head=loaded.n_kv_head,

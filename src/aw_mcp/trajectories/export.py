@@ -93,11 +93,12 @@ class DomainResolver:
     def catalogue(self, domain_name: str) -> Catalogue:
         if domain_name not in self._catalogues:
             self._catalogues[domain_name] = Catalogue(
-                [self._domain(domain_name)], extra_world=self._world
+                [self.domain(domain_name)], extra_world=self._world
             )
         return self._catalogues[domain_name]
 
-    def _domain(self, name: str) -> DomainSpec:
+    def domain(self, name: str) -> DomainSpec:
+        """The domain that renders records of domain ``name``."""
         if name in self._given:
             return self._given[name]
         if len(self._given) == 1:  # one domain given: it renders every episode
