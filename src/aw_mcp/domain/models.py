@@ -41,7 +41,7 @@ class ToolSimulation(BaseModel):
         default=None,
         description="For a tool with an outputSchema: the string property of the structured "
         "answer that the real server also sends as its text content (the filesystem server "
-        "prints {\"content\": TEXT} as TEXT). None: the text is the structured answer's JSON.",
+        'prints {"content": TEXT} as TEXT). None: the text is the structured answer\'s JSON.',
     )
     read_only: bool | None = Field(
         default=None,
