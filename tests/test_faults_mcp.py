@@ -331,3 +331,19 @@ async def test_a_failing_output_fault_never_crashes_the_call():
     async with client_for(simulator) as client:
         result = await client.call_tool("search", {"query": "a"})
     assert not result.is_error and result.content[0].text == PLAIN_OUTPUT
+
+
+def test_damage_to_a_text_answered_tool_keeps_its_text_and_structure_in_step():
+    """The filesystem tools answer TEXT with {"content": TEXT}: a damaged answer is damaged in
+    both the same way, never JSON text beside a structured value."""
+    from aw_mcp.domain.loader import load_domain
+    from aw_mcp.faults.output import damage
+    from aw_mcp.faults.scenario import TruncateEffect
+
+    tool = load_domain("os").tool("read_text_file")
+    assert tool is not None and tool.output_schema is not None
+    text = "line one of the file\n" * 10
+    answer = ToolAnswer(text=text, structured=tool.structured_from_text(text))
+    cut = damage(answer, TruncateEffect(kind="truncate"), tool.output_schema, 1, "content")
+    assert not cut.is_error and cut.text != text and text.startswith(cut.text[:20])
+    assert cut.structured == {"content": cut.text}

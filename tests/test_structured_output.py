@@ -316,14 +316,15 @@ def test_urls_and_emails_are_shaped_like_urls_and_emails():
 
 
 @pytest.mark.anyio
-async def test_a_text_field_tool_sends_that_field_as_text_and_the_whole_as_structured():
-    """The filesystem server prints {"content": TEXT} as TEXT (its records show it: 448 of 448
-    structured calls); the bundled os world says so with ``simulation.text_field``, and a client
-    gets the same two views. History keeps the JSON the model wrote."""
+async def test_a_text_field_tool_is_answered_in_text_and_served_with_its_structure():
+    """The filesystem server sends TEXT as its text and {"content": TEXT} as structuredContent
+    (448 of 448 recorded structured calls). The bundled os world says so with
+    ``simulation.text_field``: the model writes the text, as in the records it is trained on,
+    without a JSON grammar, and the client gets both views."""
     from aw_mcp.domain.loader import load_domain
 
     listing = "[FILE] notes.txt\n[DIR] recipes"
-    engine = FakeEngine(json.dumps({"content": listing}))
+    engine = FakeEngine(listing)
     domain = load_domain("os")
     assert domain.tool("list_directory").simulation.text_field == "content"
     async with Client(simulated_server(engine, domain)) as client:
@@ -331,8 +332,9 @@ async def test_a_text_field_tool_sends_that_field_as_text_and_the_whole_as_struc
         await client.call_tool("list_directory", {"path": "/home/alex/recipes"})
     assert [block.text for block in first.content] == [listing]
     assert first.structured_content == {"content": listing}
-    history = engine.requests[-1].messages
-    assert any(json.dumps({"content": listing}) in m.content for m in history)
+    assert [r.json_schema for r in engine.requests] == [None, None]
+    history = "\n".join(m.content for m in engine.requests[-1].messages)
+    assert listing in history and '{"content"' not in history
 
 
 def test_a_text_field_must_be_a_string_property_of_the_output_schema():
@@ -342,5 +344,12 @@ def test_a_text_field_must_be_a_string_property_of_the_output_schema():
     for field in ("count", "missing"):
         with pytest.raises(ValueError, match="text_field"):
             ToolSpec(name="t", outputSchema=schema, simulation={"text_field": field})
+    two_required = {
+        "type": "object",
+        "properties": {"content": {"type": "string"}, "size": {"type": "integer"}},
+        "required": ["content", "size"],
+    }
+    with pytest.raises(ValueError, match="only one it requires"):
+        ToolSpec(name="t", outputSchema=two_required, simulation={"text_field": "content"})
     with pytest.raises(ValueError, match="text_field"):
         ToolSpec(name="t", simulation={"text_field": "content"})

@@ -19,13 +19,3 @@ class ToolAnswer(BaseModel):
     # resource): only canned answers (a fault scenario's ``result`` effect) carry them; ``text``
     # then summarises them for records and the episode's history.
     content: list[dict[str, Any]] | None = None
-
-    def client_text(self, text_field: str | None) -> str:
-        """The text content a client receives: the structured answer's ``text_field`` where
-        the tool names one (and the answer has it as a string), else ``text``. The episode's
-        history keeps ``text`` (the JSON the world model writes and is trained on)."""
-        if text_field and isinstance(self.structured, dict):
-            value = self.structured.get(text_field)
-            if isinstance(value, str):
-                return value
-        return self.text

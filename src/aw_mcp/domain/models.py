@@ -39,9 +39,11 @@ class ToolSimulation(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
     text_field: str | None = Field(
         default=None,
-        description="For a tool with an outputSchema: the string property of the structured "
-        "answer that the real server also sends as its text content (the filesystem server "
-        'prints {"content": TEXT} as TEXT). None: the text is the structured answer\'s JSON.',
+        description="For a tool whose real server sends its structured answer's one string "
+        "property as the text too (the filesystem server: text TEXT, structuredContent "
+        '{"content": TEXT}): that property. The world model then writes the text, as the '
+        "records show it, and the server builds the structured answer from it. None: the "
+        "model writes the structured answer as JSON, which is also the text.",
     )
     read_only: bool | None = Field(
         default=None,
@@ -81,13 +83,27 @@ class ToolSpec(BaseModel):
         field = self.simulation.text_field
         if field is None:
             return self
-        properties = (self.output_schema or {}).get("properties", {})
-        if properties.get(field, {}).get("type") != "string":
+        schema = self.output_schema or {}
+        if schema.get("properties", {}).get(field, {}).get("type") != "string" or set(
+            schema.get("required", [])
+        ) - {field}:
             raise ValueError(
                 f"simulation.text_field {field!r} must name a string property of the "
-                "tool's outputSchema"
+                "tool's outputSchema, the only one it requires"
             )
         return self
+
+    @property
+    def model_output_schema(self) -> dict[str, Any] | None:
+        """The schema the world model's answer must meet: the outputSchema, except for a tool
+        answered in text (``simulation.text_field``), whose structured answer the server
+        builds from the text."""
+        return None if self.simulation.text_field else self.output_schema
+
+    def structured_from_text(self, text: str) -> dict[str, Any] | None:
+        """The structured answer of a text-answered tool (None for any other tool)."""
+        field = self.simulation.text_field
+        return None if field is None else {field: text}
 
     @property
     def read_only(self) -> bool:

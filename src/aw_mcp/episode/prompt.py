@@ -77,8 +77,8 @@ class PromptProfile:
         line = f"- {tool.name}({params}): {first[:300]}"
         if tool.simulation.guidance:
             line += f"\n  Observation format: {tool.simulation.guidance.strip()}"
-        if tool.output_schema:
-            line += "\n  Returns JSON shaped like: " + schema_outline(tool.output_schema)
+        if tool.model_output_schema:
+            line += "\n  Returns JSON shaped like: " + schema_outline(tool.model_output_schema)
         return line
 
     def describe_world(self, world: WorldSpec) -> str:

@@ -168,6 +168,7 @@ def restore_episode(
                     record.index,
                     served.spec.output_schema,
                     episode.key,
+                    served.spec.simulation.text_field,
                 )
             )
             for condition in decision.conditions:

@@ -37,7 +37,11 @@ LONG_STRING = 40
 
 
 def damage(
-    answer: ToolAnswer, effect: OutputEffect, output_schema: dict[str, Any] | None, seed: int
+    answer: ToolAnswer,
+    effect: OutputEffect,
+    output_schema: dict[str, Any] | None,
+    seed: int,
+    text_field: str | None = None,
 ) -> ToolAnswer:
     """The answer with ``effect`` applied; error answers pass unchanged."""
     if answer.is_error:
@@ -48,7 +52,8 @@ def damage(
         problems = schema_errors(output_schema, value)
         if problems:
             return ToolAnswer(text=f"Output validation error: {problems[0]}", is_error=True)
-        return ToolAnswer(text=json.dumps(value, ensure_ascii=False), structured=value)
+        text = value[text_field] if text_field else json.dumps(value, ensure_ascii=False)
+        return ToolAnswer(text=text, structured=value)
     return ToolAnswer(text=_damage_text(answer.text, effect, rng))
 
 

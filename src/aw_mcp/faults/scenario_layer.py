@@ -205,6 +205,7 @@ class ScenarioFaultLayer:
                         damage,
                         effect=effect,
                         output_schema=call.output_schema,
+                        text_field=call.text_field,
                         seed=draws.integer(f"output-{position}"),
                     )
                 )

@@ -57,12 +57,11 @@ def wire_tool(served: ServedTool) -> types.Tool:
     )
 
 
-def call_result(answer: ToolAnswer, text_field: str | None = None) -> types.CallToolResult:
-    """The MCP result of an answer; ``text_field``: the tool's ``simulation.text_field``."""
+def call_result(answer: ToolAnswer) -> types.CallToolResult:
     content: list[types.ContentBlock] = (
         [CONTENT_BLOCK.validate_python(block, by_name=False) for block in answer.content]
         if answer.content
-        else [types.TextContent(type="text", text=answer.client_text(text_field))]
+        else [types.TextContent(type="text", text=answer.text)]
     )
     return types.CallToolResult(
         content=content,
@@ -182,7 +181,7 @@ def build_server(
             return error_result(
                 f"aw-mcp internal error while simulating {params.name}: {type(exc).__name__}: {exc}"
             )
-        return call_result(answer, served.spec.simulation.text_field)
+        return call_result(answer)
 
     server = Server(
         name,

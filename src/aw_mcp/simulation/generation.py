@@ -52,7 +52,8 @@ class ObservationGenerator:
         progress: ProgressCallback | None = None,
     ) -> tuple[ToolAnswer, GenerationStats]:
         domain, spec = served.domain, served.spec
-        attempts = 1 + (self.retries if spec.output_schema else 0)
+        schema = spec.model_output_schema
+        attempts = 1 + (self.retries if schema else 0)
         last_problem = ""
         for attempt in range(attempts):
             request = GenerationRequest(
@@ -60,7 +61,7 @@ class ObservationGenerator:
                 max_tokens=max_tokens,
                 temperature=self.sampling.temperature_for(domain.generation.temperature, attempt),
                 stop=domain.generation.stop,
-                json_schema=spec.output_schema,
+                json_schema=schema,
                 cache_key=episode.key,
                 seed=self.sampling.seed_for(
                     episode.episode_id, episode.domain, episode.next_index, attempt
@@ -68,9 +69,10 @@ class ObservationGenerator:
             )
             result = await generate_with_progress(self.engine, request, progress)
             text = self.profile.extract_observation(result.text)
-            if spec.output_schema is None:
-                return ToolAnswer(text=text), result.stats
-            structured, last_problem = parse_structured(text, spec.output_schema)
+            if schema is None:
+                answer = ToolAnswer(text=text, structured=spec.structured_from_text(text))
+                return answer, result.stats
+            structured, last_problem = parse_structured(text, schema)
             if structured is not None:
                 text = json.dumps(structured, ensure_ascii=False)
                 return ToolAnswer(text=text, structured=structured), result.stats

@@ -29,8 +29,8 @@ class ReadOnlyReplay:
             if turn.action.tool == served.spec.name and turn.action.arguments == arguments:
                 if turn.is_error or turn.damaged or turn.conditions != episode.active_conditions():
                     return None
-                structured = None
-                if served.spec.output_schema is not None:
+                structured = served.spec.structured_from_text(turn.observation)
+                if served.spec.model_output_schema is not None:
                     structured = json.loads(turn.observation)
                 return ToolAnswer(text=turn.observation, structured=structured)
             tool = served.domain.tool(turn.action.tool)

@@ -130,7 +130,7 @@ def _served_turns(episode: RecordedEpisode, catalogue: Catalogue) -> list[tuple[
             )
         action = ToolCall(tool=served.spec.name, arguments=turn.action.arguments)
         update: dict[str, Any] = {"action": action}
-        if served.spec.output_schema is not None and record.structured is not None:
+        if served.spec.model_output_schema is not None and record.structured is not None:
             # The simulated tool's observation is its structured answer as JSON (what the
             # server records and the world model writes); a real server's text may differ.
             update["observation"] = json.dumps(record.structured, ensure_ascii=False)
