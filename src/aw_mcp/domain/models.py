@@ -110,6 +110,13 @@ class ClientRequestSpec(BaseModel):
         return CLIENT_REQUEST_METHODS[self.kind]
 
 
+def _unique_request_keys(requests: list[ClientRequestSpec]) -> list[ClientRequestSpec]:
+    keys = [r.key for r in requests]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"client request keys must be unique: {keys}")
+    return requests
+
+
 class ClientExchange(BaseModel):
     """What one client request of a call asked, and what the client answered."""
 
@@ -145,13 +152,27 @@ class ToolSimulation(BaseModel):
         "elicitation, roots); the answers are part of the call's action in the history.",
     )
 
-    @field_validator("client_requests")
-    @classmethod
-    def _keys_unique(cls, requests: list[ClientRequestSpec]) -> list[ClientRequestSpec]:
-        keys = [r.key for r in requests]
-        if len(set(keys)) != len(keys):
-            raise ValueError(f"client request keys must be unique: {keys}")
-        return requests
+    _keys_unique = field_validator("client_requests")(_unique_request_keys)
+
+
+class PromptSimulation(BaseModel):
+    """Our hints about one prompt (never on the wire)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_requests: list[ClientRequestSpec] = Field(
+        default_factory=list,
+        description="Requests a prompts/get sends to the MCP client first (as a tool's do).",
+    )
+
+    _keys_unique = field_validator("client_requests")(_unique_request_keys)
+
+
+class PromptSpec(Prompt):
+    """An MCP prompt as ``prompts/list`` has it, plus our ``simulation`` block, which is left
+    out of what the client sees."""
+
+    simulation: PromptSimulation = Field(default_factory=PromptSimulation, exclude=True)
 
 
 class ToolSpec(BaseModel):
@@ -258,7 +279,7 @@ class DomainSpec(BaseModel):
         alias="resourceTemplates",
         description="MCP resource templates (resources/templates/list), RFC 6570 level 1-2.",
     )
-    prompts: list[Prompt] = Field(
+    prompts: list[PromptSpec] = Field(
         default_factory=list, description="MCP prompts the world offers (prompts/list)."
     )
 

@@ -37,13 +37,7 @@ from aw_mcp.server.arguments import (
     parse_world,
 )
 from aw_mcp.server.client_logging import log_to_client, set_level
-from aw_mcp.server.client_requests import (
-    ClientCannotAnswer,
-    ask_during_call,
-    client_capabilities,
-    resume,
-    uses_input_required,
-)
+from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
@@ -184,24 +178,21 @@ def build_server(
 
         client = None
         if requests := served.spec.simulation.client_requests:
-            if uses_input_required(ctx):  # 2026-07-28: ask in the result, resume on the retry
-                outcome = resume(
+            try:
+                outcome = await gather(
+                    ctx,
                     params.name,
                     requests,
                     arguments,
-                    client_capabilities(ctx),
                     params.input_responses,
                     params.request_state,
                 )
-                if isinstance(outcome, types.InputRequiredResult):
-                    return outcome
-                client = outcome
-            else:
-                try:
-                    client = await ask_during_call(ctx, params.name, requests, arguments)
-                except ClientCannotAnswer as exc:
-                    await simulator.reject(episode_id, served, arguments, str(exc))
-                    return error_result(str(exc))
+            except ClientCannotAnswer as exc:
+                await simulator.reject(episode_id, served, arguments, str(exc))
+                return error_result(str(exc))
+            if isinstance(outcome, types.InputRequiredResult):
+                return outcome  # 2026-07-28: the client answers and calls again
+            client = outcome
 
         try:
             answer = await simulator.call(

@@ -275,3 +275,22 @@ def resume(
                 request_state=CallState(answers=answers).model_dump_json(),
             )
     return exchanges
+
+
+async def gather(
+    ctx: Any,
+    name: str,
+    specs: list[ClientRequestSpec],
+    arguments: dict[str, Any],
+    input_responses: dict[str, Any] | None,
+    request_state: str | None,
+) -> list[ClientExchange] | types.InputRequiredResult:
+    """The client's answers to ``specs`` for the request ``ctx`` (a tool call or a prompt
+    get named ``name``), by the request's protocol generation: asked now on a handshake
+    session (ClientCannotAnswer when it cannot be), or the next ``input_required`` round on
+    2026-07-28 (-32021 for a missing capability)."""
+    if uses_input_required(ctx):
+        return resume(
+            name, specs, arguments, client_capabilities(ctx), input_responses, request_state
+        )
+    return await ask_during_call(ctx, name, specs, arguments)
