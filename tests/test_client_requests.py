@@ -304,3 +304,19 @@ async def test_over_real_transports_the_client_answers_and_the_record_keeps_it(
     assert [x[0]["key"] for x in exchanges] == ["confirm", "summary"]
     assert exchanges[0][0]["response"] == {"action": "accept", "content": {"ok": True}}
     assert exchanges[1][0]["response"]["model"] == "client-llm"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_prompt_asks_the_client_first_and_its_simulation_block_stays_private(mode):
+    engine = FakeEngine("Release 2.1: faster deploys.")
+    _, server = make_server(engine, DOMAIN)
+    user = FakeClientUser(elicit={"version": "2.1"})
+    async with Client(server, mode=mode, **user.callbacks("elicitation")) as client:
+        listed = await client.list_prompts()
+        got = await client.get_prompt("release_notes")
+    assert listed.prompts[0].name == "release_notes"
+    assert "simulation" not in listed.prompts[0].model_dump(by_alias=True)
+    assert got.messages[0].content.text == "Release 2.1: faster deploys."
+    assert [kind for kind, _ in user.seen] == ["elicitation"]
+    assert '"version": "2.1"' in last_prompt(engine)

@@ -39,6 +39,7 @@ from aw_mcp.server.arguments import (
 from aw_mcp.server.client_logging import log_to_client, set_level
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
+from aw_mcp.server.listen import EpisodeSubscriptions, ListsNeverChange
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
@@ -126,6 +127,7 @@ def build_server(
     (the first seals, all open; replicas share them); without them, a key of this process."""
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
+    subscriptions = EpisodeSubscriptions()  # 2026-07-28 listen streams, per episode
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None):
         return types.ListToolsResult(tools=tools)
@@ -146,6 +148,7 @@ def build_server(
             return result  # not a call yet: the client answers and calls again
         if not served.spec.read_only and not result.is_error:
             await notify_changed_resources(ctx)
+            await subscriptions.resources_changed(episode_id)
         level: types.LoggingLevel = "warning" if result.is_error else "info"
         await log_to_client(
             ctx, level, {"tool": params.name, "episode": episode_id, "isError": result.is_error}
@@ -214,14 +217,15 @@ def build_server(
             )
         return call_result(answer)
 
-    server = Server(
+    server = ListsNeverChange(
         name,
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
         lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
-        **surface_handlers(simulator),  # resources, prompts, completions the domains declare
+        # resources (and listen streams for their updates), prompts, completions
+        **surface_handlers(simulator, subscriptions.listen),
     )
     server.middleware.append(ExplainInvalidParams())
     # Seals and verifies the requestState of input_required results (2026-07-28).

@@ -11,7 +11,8 @@ actions too. Fault rules match them by those names (``match: {tool: "resources/r
 Subscriptions (``resources/subscribe``, handshake generation): which resources a tool call
 changed is the world model's secret, so after every call of a tool that is not read-only the
 connection's subscribed resources get ``notifications/resources/updated`` (a client re-reads,
-and the world model answers in line with the call).
+and the world model answers in line with the call). 2026-07-28 clients, which have no
+``resources/subscribe``, listen on ``subscriptions/listen`` instead (``aw_mcp.server.listen``).
 
 A prompt's ``simulation.client_requests`` (never on the wire) ask the client first, as a
 tool's do (``aw_mcp.server.client_requests``): a 2026-07-28 ``prompts/get`` may answer
@@ -297,9 +298,10 @@ def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
     }
 
 
-def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
+def surface_handlers(simulator: WorldSimulator, listen: Any = None) -> dict[str, Any]:
     """``Server`` handler arguments for what the catalogue's domains offer (none: {}), so
-    the capabilities a client sees are the ones that answer."""
+    the capabilities a client sees are the ones that answer. ``listen`` serves
+    ``subscriptions/listen`` (``aw_mcp.server.listen``) where there are resources to update."""
     surface = WorldSurface(simulator)
     handlers: dict[str, Any] = {}
 
@@ -344,6 +346,8 @@ def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
             on_subscribe_resource=subscribe,
             on_unsubscribe_resource=unsubscribe,
         )
+        if listen is not None:
+            handlers["on_subscriptions_listen"] = listen
     if surface.offers_prompts:
 
         async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:

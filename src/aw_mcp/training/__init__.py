@@ -53,9 +53,7 @@ class TrainJob:
     init_from: Path | None = None
 
 
-def record_dir_worlds(
-    directory: Path, episodes: list[RecordedEpisode]
-) -> dict[str, WorldSpec]:
+def record_dir_worlds(directory: Path, episodes: list[RecordedEpisode]) -> dict[str, WorldSpec]:
     """The world each of ``directory``'s ``episodes`` ran in, by episode id: the episode's
     own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world its
     episodes share), else none (the domain's world as it is)."""
