@@ -320,3 +320,37 @@ async def test_a_prompt_asks_the_client_first_and_its_simulation_block_stays_pri
     assert got.messages[0].content.text == "Release 2.1: faster deploys."
     assert [kind for kind, _ in user.seen] == ["elicitation"]
     assert '"version": "2.1"' in last_prompt(engine)
+
+
+@pytest.mark.anyio
+async def test_replicas_sharing_request_state_key_resume_each_other_s_calls(tmp_path):
+    """A round asked by one replica is answered to another (a load balancer without episode
+    affinity): with the same --request-state-key the state opens there; without, -32602."""
+    canned = str(Path(__file__).parent / "data" / "answer-every-call.faults.yaml")
+    args = ["--simulator", str(DOMAIN), "--faults", canned]
+    key = {**os.environ, "AW_MCP_REQUEST_STATE_KEY": "k" * 40}
+    answer = {"confirm": types.ElicitResult(action="accept", content={"ok": True})}
+    call = {"name": "delete_branch", "arguments": {"branch": "b"}}
+    with (
+        http_serve(tmp_path / "a.log", *args, env=key) as first,
+        http_serve(tmp_path / "b.log", *args, env=key) as second,
+        http_serve(tmp_path / "c.log", *args) as stranger,
+    ):
+        async with Client(first, elicitation_callback=FakeClientUser().elicitation) as client:
+            asked = await client.session.call_tool(**call, allow_input_required=True)  # type: ignore[arg-type]
+        assert isinstance(asked, types.InputRequiredResult)
+        async with Client(second, elicitation_callback=FakeClientUser().elicitation) as client:
+            done = await client.session.call_tool(
+                **call,
+                input_responses=answer,
+                request_state=asked.request_state,  # type: ignore[arg-type]
+            )
+        async with Client(stranger, elicitation_callback=FakeClientUser().elicitation) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool(
+                    **call,
+                    input_responses=answer,
+                    request_state=asked.request_state,  # type: ignore[arg-type]
+                )
+    assert isinstance(done, types.CallToolResult) and text_of(done) == "canned answer"
+    assert refused.value.error.code == types.INVALID_PARAMS
