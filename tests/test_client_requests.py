@@ -354,3 +354,28 @@ async def test_replicas_sharing_request_state_key_resume_each_other_s_calls(tmp_
                 )
     assert isinstance(done, types.CallToolResult) and text_of(done) == "canned answer"
     assert refused.value.error.code == types.INVALID_PARAMS
+
+
+@pytest.mark.anyio
+async def test_the_client_s_answers_survive_a_restart_and_reach_exports(tmp_path):
+    """Records are durable state: a server restarted on the same record folder shows the
+    world model the earlier call's exchange, and the history read back for exports has it."""
+    from aw_mcp.server.app import build_server
+    from aw_mcp.server.episode_identity import episode_meta
+    from aw_mcp.trajectories.records import read_record_file, turns_from_records
+    from tests.helpers import make_simulator
+
+    records = tmp_path / "records"
+    user = FakeClientUser()
+    before = make_simulator(FakeEngine("Deleted."), DOMAIN, record_dir=records)
+    async with Client(build_server(before), mode="legacy", **user.callbacks("elicitation")) as c:
+        await c.call_tool("delete_branch", {"branch": "old"}, meta=episode_meta("e1"))
+    engine = FakeEngine("Deleted.")
+    after = make_simulator(engine, DOMAIN, record_dir=records)
+    async with Client(build_server(after), mode="legacy", **user.callbacks("elicitation")) as c:
+        await c.call_tool("delete_branch", {"branch": "new"}, meta=episode_meta("e1"))
+    earlier_step = engine.requests[0].messages[-3].content  # the restored turn's action
+    assert "old" in earlier_step and '"ok": true' in earlier_step
+    (file,) = records.glob("*.jsonl")
+    turns = turns_from_records(read_record_file(file))
+    assert [t.action.client[0].key for t in turns] == ["confirm", "confirm"]
