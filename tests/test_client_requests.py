@@ -151,18 +151,6 @@ async def test_handshake_client_without_the_capability_gets_a_clear_error_result
 
 
 @pytest.mark.anyio
-async def test_an_optional_request_is_left_out_for_a_client_without_it_and_the_model_told():
-    engine = FakeEngine("Deployed.")
-    _, server = make_server(engine, DOMAIN)
-    user = FakeClientUser(elicit={"name": "prod"})
-    async with Client(server, mode="legacy", **user.callbacks("elicitation", "roots")) as c:
-        result = await c.call_tool("deploy_workspace", {})
-    assert result.is_error is False
-    assert [kind for kind, _ in user.seen] == ["roots", "elicitation"]
-    assert "no answer: no sampling capability" in last_prompt(engine)
-
-
-@pytest.mark.anyio
 async def test_a_declined_elicitation_is_an_answer_the_world_model_sees():
     engine = FakeEngine("Cancelled: the branch was kept.")
     _, server = make_server(engine, DOMAIN)
@@ -379,3 +367,33 @@ async def test_the_client_s_answers_survive_a_restart_and_reach_exports(tmp_path
     (file,) = records.glob("*.jsonl")
     turns = turns_from_records(read_record_file(file))
     assert [t.action.client[0].key for t in turns] == ["confirm", "confirm"]
+
+
+@pytest.mark.anyio
+async def test_a_handshake_client_s_refusal_is_an_answer_the_world_model_sees():
+    """The client's LLM refuses (an error from its callback). On 2026-07-28 there is no way to
+    send a refusal as an input response: the SDK client raises it to its caller instead."""
+    engine = FakeEngine("No summary.")
+    _, server = make_server(engine, DOMAIN)
+
+    async def refuse(context: Any, params: Any) -> types.ErrorData:
+        return types.ErrorData(code=-1, message="User rejected sampling request")
+
+    async with Client(server, mode="legacy", sampling_callback=refuse) as client:
+        refused = await client.call_tool("summarise_log", {"log": "x"})
+    assert refused.is_error is False
+    assert "no answer: client error: User rejected sampling request" in last_prompt(engine)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_optional_request_is_left_out_for_a_client_without_it_in_both_generations(mode):
+    engine = FakeEngine("Deployed.")
+    _, server = make_server(engine, DOMAIN)
+    user = FakeClientUser(elicit={"name": "qa"})
+    async with Client(server, mode=mode, **user.callbacks("elicitation", "roots")) as client:
+        deployed = await client.call_tool("deploy_workspace", {})
+    assert deployed.is_error is False
+    assert [kind for kind, _ in user.seen] == ["roots", "elicitation"]
+    assert "no answer: no sampling capability" in last_prompt(engine)
+    assert '"name": "qa"' in last_prompt(engine)
