@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,10 +80,12 @@ def _langchain_python() -> str | None:
     return path if path and Path(path).exists() else None
 
 
-@pytest.mark.skipif(_langchain_python() is None, reason="langchain-mcp-adapters not installed")
+@pytest.mark.skipif(
+    _langchain_python() is None,
+    reason="langchain-mcp-adapters not installed: set AW_MCP_LANGCHAIN_PYTHON to a python with "
+    "langchain-mcp-adapters==0.3.2 (an mcp 1.x client: its own venv; .ci/run makes one)",
+)
 def test_langchain_mcp_adapters_uses_mcp_json_unchanged(tmp_path):
-    import subprocess
-
     with servers_of_mcp_json(tmp_path) as env:
         done = subprocess.run(
             [_langchain_python(), "-c", LANGCHAIN_CLIENT, str(REPO_ROOT / "mcp.json")],
@@ -100,7 +103,10 @@ def test_langchain_mcp_adapters_uses_mcp_json_unchanged(tmp_path):
 
 
 async def test_pydantic_ai_loads_mcp_json_unchanged(tmp_path, monkeypatch):
-    from pydantic_ai.mcp import load_mcp_toolsets
+    load_mcp_toolsets = pytest.importorskip(
+        "pydantic_ai.mcp",
+        reason="pydantic-ai not installed (pip install -e '.[test]' brings pydantic-ai-slim[mcp])",
+    ).load_mcp_toolsets
 
     with servers_of_mcp_json(tmp_path) as env:
         monkeypatch.setenv("PATH", env["PATH"])
@@ -133,11 +139,16 @@ def _inspector() -> str | None:
     return path if path and Path(path).exists() else None
 
 
-@pytest.mark.skipif(_inspector() is None, reason="MCP Inspector CLI not installed (.ci/run does)")
-def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
-    """A real third-party client reads mcp.json, lists the tools and calls one."""
-    import subprocess
+INSPECTOR_MISSING = (
+    "MCP Inspector CLI not installed: set AW_MCP_INSPECTOR to its mcp-inspector (.ci/run "
+    "installs npm @modelcontextprotocol/inspector@2) or put mcp-inspector on PATH"
+)
 
+
+def run_inspector(
+    tmp_path: Path, config: Path, server: str, *args: str
+) -> subprocess.CompletedProcess:
+    """The Inspector CLI on entry ``server`` of the mcp.json-shaped file ``config``."""
     env = {
         **os.environ,
         "HOME": str(tmp_path),  # the Inspector writes ~/.mcp-inspector
@@ -145,24 +156,18 @@ def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
         "AW_MCP_N_CTX": "4096",
         "AW_MCP_THREADS": "1",
     }
-    base = [
-        _inspector(),
-        "--cli",
-        "--config",
-        str(REPO_ROOT / "mcp.json"),
-        "--server",
-        "aw-terminal",
-    ]
+    command = [_inspector() or "", "--cli", "--config", str(config), "--server", server, *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=180, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.mark.skipif(_inspector() is None, reason=INSPECTOR_MISSING)
+def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
+    """A real third-party client reads mcp.json, lists the tools and calls one."""
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*base, *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=180,
-            stdin=subprocess.DEVNULL,
-        )
+        return run_inspector(tmp_path, REPO_ROOT / "mcp.json", "aw-terminal", *args)
 
     listed = run("--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
@@ -173,3 +178,26 @@ def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
     invalid = run("--method", "tools/call", "--tool-name", "run_command", "--tool-arg", "cmd=ls")
     assert invalid.returncode == 5  # the Inspector's code for an isError result
     assert "'command' is a required property" in invalid.stdout + invalid.stderr
+
+
+@pytest.mark.skipif(_inspector() is None, reason=INSPECTOR_MISSING)
+def test_the_inspector_takes_the_http_entry_with_the_type_key_readme_gives(tmp_path):
+    """The Inspector (2.x) reads an entry without ``type`` as stdio, and langchain refuses a
+    ``type`` key, so no HTTP entry suits both (README, Connecting a client): mcp.json keeps
+    langchain's ``transport``, and README's one-key change makes its HTTP entry the
+    Inspector's. Both halves are checked here: unchanged, the Inspector does not reach the
+    HTTP server; with ``"type": "http"`` added, it lists and calls its tools."""
+    name = next(n for n, e in CONFIG.items() if "url" in e)
+    copy = tmp_path / "mcp.json"
+    with_type = {n: {**e, "type": "http"} if "url" in e else e for n, e in CONFIG.items()}
+    copy.write_text(json.dumps({"mcpServers": with_type}))
+    with servers_of_mcp_json(tmp_path):
+        unchanged = run_inspector(tmp_path, REPO_ROOT / "mcp.json", name, "--method", "tools/list")
+        listed = run_inspector(tmp_path, copy, name, "--method", "tools/list")
+        invalid = run_inspector(
+            tmp_path, copy, name, "--method", "tools/call", "--tool-name", "run_command"
+        )
+    assert unchanged.returncode != 0  # taken as a stdio entry without a command
+    assert listed.returncode == 0, listed.stderr
+    assert '"name": "start_process"' in listed.stdout
+    assert invalid.returncode == 5 and "'command' is a required property" in invalid.stdout

@@ -47,8 +47,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     simulator = build_simulator(settings)  # bad domain/world/fault files fail here, clearly
     # The server's lifespan loads the engine in the background and closes it on the way out.
+    key = settings.request_state_key
     server = build_server(
-        simulator, owns_engine=True, max_argument_bytes=settings.max_argument_bytes
+        simulator,
+        owns_engine=True,
+        max_argument_bytes=settings.max_argument_bytes,
+        request_state_keys=[key.get_secret_value()] if key else None,
     )
     http = http_options(settings)
     # Unsafe HTTP options and a port that cannot be had fail here, before anything starts

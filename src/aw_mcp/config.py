@@ -105,6 +105,14 @@ class ServeSettings(BaseSettings):
         "environment variable: a flag shows in the process list)",
         json_schema_extra=flag(TRANSPORT, "TOKEN"),
     )
+    request_state_key: SecretStr | None = Field(
+        default=None,
+        min_length=32,
+        description="the secret (32+ characters) that seals the requestState of 2026-07-28 "
+        "input_required results, for replicas that resume each other's calls (default: a "
+        "key of this process; prefer the environment variable)",
+        json_schema_extra=flag(TRANSPORT, "KEY"),
+    )
     session_idle_timeout: float = Field(
         default=1800.0,
         gt=0,

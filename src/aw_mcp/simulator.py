@@ -16,7 +16,7 @@ import anyio
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
-from aw_mcp.domain.models import ToolCall, WorldSpec
+from aw_mcp.domain.models import ClientExchange, ToolCall, WorldSpec
 from aw_mcp.engines.base import Engine, EngineError, GenerationRequest, GenerationStats
 from aw_mcp.episode.episode import Episode, ObservationSource, Turn, reached_world
 from aw_mcp.episode.prompt import PromptProfile, build_messages
@@ -116,11 +116,15 @@ class WorldSimulator:
         arguments: dict[str, Any],
         progress: ProgressCallback | None = None,
         world: WorldSpec | None = None,
+        client: list[ClientExchange] | None = None,
     ) -> ToolAnswer:
         """Answer one call of an episode. ``world``: the episode's own world, layered on the
-        served one; taken on the episode's first call, and must not change afterwards."""
+        served one; taken on the episode's first call, and must not change afterwards.
+        ``client``: what the tool asked the MCP client during the call and was answered
+        (``simulation.client_requests``); it is part of the action the world model sees."""
+        action = ToolCall(tool=served.spec.name, arguments=arguments, client=client or [])
         async with self.episodes.open(episode_id, served.domain.name) as episode:
-            record = PendingRecord(self.episodes, episode, served, arguments)
+            record = PendingRecord(self.episodes, episode, served, arguments, action.client)
             if world is not None and (conflict := episode.take_world(world)):
                 answer = ToolAnswer(text=conflict, is_error=True)
                 record.finish(answer, "invalid-arguments")
@@ -129,7 +133,7 @@ class WorldSimulator:
             record.faults = [f.as_record() for f in decision.fired]
             try:
                 answer, source, stats = await self._answer(
-                    episode, served, arguments, decision, progress
+                    episode, served, action, decision, progress
                 )
             except RpcFaultError as exc:
                 record.finish(ToolAnswer(text=exc.fault.message, is_error=True), "rpc-error")
@@ -154,7 +158,7 @@ class WorldSimulator:
             episode.add_turn(
                 Turn(
                     index=episode.next_index,
-                    action=ToolCall(tool=served.spec.name, arguments=arguments),
+                    action=action,
                     observation=answer.text,
                     is_error=answer.is_error,
                     conditions=episode.active_conditions(),
@@ -169,7 +173,7 @@ class WorldSimulator:
         self,
         episode: Episode,
         served: ServedTool,
-        arguments: dict[str, Any],
+        action: ToolCall,
         decision: FaultDecision,
         progress: ProgressCallback | None,
     ) -> tuple[ToolAnswer, ObservationSource, GenerationStats | None]:
@@ -178,14 +182,18 @@ class WorldSimulator:
         await self.faults.act(decision)
         if decision.answer is not None:
             return decision.answer, "fault", None
+        arguments = action.arguments
         if self.recordings and (
             found := self.recordings.lookup(episode.records, served, arguments)
         ):
             answer, source = found
             return answer, source, None
-        if (replayed := self.replay.lookup(episode, served, arguments)) is not None:
+        # A call that asked the client is not repeated: the client may answer otherwise.
+        if (
+            not action.client
+            and (replayed := self.replay.lookup(episode, served, arguments)) is not None
+        ):
             return replayed, "replay", None
-        action = ToolCall(tool=served.spec.name, arguments=arguments)
         max_tokens = served.spec.simulation.max_tokens or served.domain.generation.max_tokens
         messages = await self.context.fit(episode, served, action, max_tokens)
         answer, stats = await self.generator.generate(

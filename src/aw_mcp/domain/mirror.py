@@ -15,11 +15,11 @@ import json
 import re
 from pathlib import Path
 
-from mcp_types import Prompt, Resource, ResourceTemplate
+from mcp_types import Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aw_mcp.domain.loader import load_domain
-from aw_mcp.domain.models import DomainSpec, ToolSpec
+from aw_mcp.domain.models import DomainSpec, PromptSpec, ToolSpec
 from aw_mcp.json_schemas import schema_errors
 from aw_mcp.yaml_files import DataFileError, line_finder, read_data_file, validation_problems
 
@@ -45,7 +45,7 @@ class ToolsListFile(BaseModel):
     resource_templates: list[ResourceTemplate] = Field(
         default_factory=list, alias="resourceTemplates"
     )
-    prompts: list[Prompt] = Field(default_factory=list)
+    prompts: list[PromptSpec] = Field(default_factory=list)
 
 
 def load_tools_file(path: Path | str) -> list[ToolSpec]:

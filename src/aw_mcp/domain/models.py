@@ -7,7 +7,9 @@ pastes in unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import re
+from typing import Any, Literal
 
 import jsonschema
 from mcp_types import Prompt, Resource, ResourceTemplate
@@ -26,6 +28,107 @@ def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     except jsonschema.SchemaError as exc:
         raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
     return schema
+
+
+ClientRequestKind = Literal["sampling", "elicitation", "roots"]
+
+# The MCP method of each kind of request a tool sends to its client.
+CLIENT_REQUEST_METHODS: dict[str, str] = {
+    "sampling": "sampling/createMessage",
+    "elicitation": "elicitation/create",
+    "roots": "roots/list",
+}
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill_template(template: str, arguments: dict[str, Any]) -> str:
+    """``template`` with each ``{name}`` that names a call argument replaced by its value
+    (a string as it is, anything else as JSON); other braces are left alone, so a message
+    may quote JSON."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in arguments:
+            return match.group(0)
+        found = arguments[name]
+        return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+
+    return _PLACEHOLDER.sub(value, template)
+
+
+class ClientRequestSpec(BaseModel):
+    """A request a tool sends back to the MCP client during a call: ask the user
+    (``elicitation``), use the client's LLM (``sampling``) or list the client's roots
+    (``roots``). The client's answers join the episode's history with the call, so the world
+    model answers in their light. Text fields are templates: ``{name}`` is the call's
+    argument ``name``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    key: str = Field(
+        pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+        description="Names the request (the key of a 2026-07-28 inputRequests entry).",
+    )
+    kind: ClientRequestKind
+    message: str | None = Field(
+        default=None,
+        description="elicitation: what the user is asked; sampling: the user message sent "
+        "to the client's LLM.",
+    )
+    requested_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        alias="requestedSchema",
+        description="elicitation: the form's flat JSON Schema (MCP's restricted subset).",
+    )
+    system_prompt: str | None = Field(default=None, alias="systemPrompt")
+    max_tokens: int = Field(default=256, ge=1, le=32768, alias="maxTokens")
+    required: bool = Field(
+        default=True,
+        description="A client without the capability gets an error (-32021 on 2026-07-28, "
+        "an isError result on a handshake session); when false the request is left out and "
+        "the world model is told the client cannot answer it.",
+    )
+    round: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="Requests of round n+1 are sent once every request of round n is answered "
+        "(a second question that follows the first).",
+    )
+
+    _check_schema = field_validator("requested_schema")(_check_json_schema)
+
+    @model_validator(mode="after")
+    def _message_where_needed(self) -> ClientRequestSpec:
+        if self.kind != "roots" and not self.message:
+            raise ValueError(f"a {self.kind} request needs a message")
+        return self
+
+    @property
+    def method(self) -> str:
+        return CLIENT_REQUEST_METHODS[self.kind]
+
+
+def _unique_request_keys(requests: list[ClientRequestSpec]) -> list[ClientRequestSpec]:
+    keys = [r.key for r in requests]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"client request keys must be unique: {keys}")
+    return requests
+
+
+class ClientExchange(BaseModel):
+    """What one client request of a call asked, and what the client answered."""
+
+    key: str
+    kind: ClientRequestKind
+    request: dict[str, Any] = Field(description="The request's params, as sent.")
+    response: dict[str, Any] | None = Field(default=None, description="The client's result.")
+    error: str | None = Field(
+        default=None,
+        description="Why there is no response: the client refused, failed, or lacks the "
+        "capability.",
+    )
 
 
 class ToolSimulation(BaseModel):
@@ -51,6 +154,33 @@ class ToolSimulation(BaseModel):
         "None: the tool's readOnlyHint annotation decides. For real tools whose captured "
         "annotations leave it out, such as Brave's and Tavily's searches.",
     )
+    client_requests: list[ClientRequestSpec] = Field(
+        default_factory=list,
+        description="Requests the tool sends to the MCP client during a call (sampling, "
+        "elicitation, roots); the answers are part of the call's action in the history.",
+    )
+
+    _keys_unique = field_validator("client_requests")(_unique_request_keys)
+
+
+class PromptSimulation(BaseModel):
+    """Our hints about one prompt (never on the wire)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_requests: list[ClientRequestSpec] = Field(
+        default_factory=list,
+        description="Requests a prompts/get sends to the MCP client first (as a tool's do).",
+    )
+
+    _keys_unique = field_validator("client_requests")(_unique_request_keys)
+
+
+class PromptSpec(Prompt):
+    """An MCP prompt as ``prompts/list`` has it, plus our ``simulation`` block, which is left
+    out of what the client sees."""
+
+    simulation: PromptSimulation = Field(default_factory=PromptSimulation, exclude=True)
 
 
 class ToolSpec(BaseModel):
@@ -113,10 +243,12 @@ class ToolSpec(BaseModel):
 
 
 class ToolCall(BaseModel):
-    """An action: a tool name and its arguments."""
+    """An action: a tool name and its arguments, and what the tool asked the client and
+    was answered (``simulation.client_requests``) before it answered itself."""
 
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    client: list[ClientExchange] = Field(default_factory=list)
 
 
 class Demonstration(ToolCall):
@@ -182,7 +314,7 @@ class DomainSpec(BaseModel):
         alias="resourceTemplates",
         description="MCP resource templates (resources/templates/list), RFC 6570 level 1-2.",
     )
-    prompts: list[Prompt] = Field(
+    prompts: list[PromptSpec] = Field(
         default_factory=list, description="MCP prompts the world offers (prompts/list)."
     )
     simulated_like: str | None = Field(

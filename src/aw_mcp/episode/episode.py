@@ -7,9 +7,9 @@ import time
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from aw_mcp.domain.models import ToolCall, WorldSpec
+from aw_mcp.domain.models import ClientExchange, ToolCall, WorldSpec
 from aw_mcp.engines.base import GenerationStats
 
 
@@ -96,6 +96,18 @@ class CallRecord(BaseModel):
         description="When this run of the episode began. An id that is reset, or forgotten "
         "and used again, begins a new run whose indices start at 1 again.",
     )
+    client: list[ClientExchange] = Field(
+        default_factory=list,
+        description="What the tool asked the MCP client during the call and was answered.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_client(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Most calls ask the client nothing: their records keep the shape they always had.
+        data: dict[str, Any] = handler(self)
+        if not data.get("client"):
+            data.pop("client", None)
+        return data
 
 
 EpisodeState = Literal["created", "active", "ended", "evicted"]

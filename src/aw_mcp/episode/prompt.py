@@ -17,7 +17,14 @@ import json
 import re
 from typing import Any, ClassVar
 
-from aw_mcp.domain.models import Demonstration, DomainSpec, ToolCall, ToolSpec, WorldSpec
+from aw_mcp.domain.models import (
+    CLIENT_REQUEST_METHODS,
+    Demonstration,
+    DomainSpec,
+    ToolCall,
+    ToolSpec,
+    WorldSpec,
+)
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.engines.reasoning import (
     OBSERVATION_CLOSE,
@@ -35,6 +42,21 @@ MAX_EXAMPLE_CHARS = 400  # a retrieved example's observation is cut here (bounde
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=False)
+
+
+def describe_client_exchanges(action: ToolCall) -> str:
+    """What the tool asked the MCP client during the call, and the client's answers (empty
+    when it asked nothing): the world model answers in their light."""
+    if not action.client:
+        return ""
+    lines = ["The tool asked the MCP client, which answered:"]
+    for exchange in action.client:
+        asked = f"{CLIENT_REQUEST_METHODS[exchange.kind]} {compact_json(exchange.request)}"
+        if exchange.response is not None:
+            lines.append(f"- {asked} -> {compact_json(exchange.response)}")
+        else:
+            lines.append(f"- {asked} -> no answer: {exchange.error}")
+    return "\n" + "\n".join(lines)
 
 
 class PromptProfile:
@@ -107,6 +129,7 @@ class PromptProfile:
 
     def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
         text = f"Step {step}. Action: {action.tool}\nArguments: {compact_json(action.arguments)}"
+        text += describe_client_exchanges(action)
         if conditions:
             text += "\nWorld conditions in effect now: " + "; ".join(conditions)
         return text
@@ -165,6 +188,7 @@ class AgentWorldProfile(PromptProfile):
     def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
         call = compact_json({"name": action.tool, "arguments": action.arguments})
         text = f"### Turn {step}\n**Action:**\n```json\n{call}\n```"
+        text += describe_client_exchanges(action)
         if conditions:
             text += "\n**World conditions in effect:** " + "; ".join(conditions)
         return text
@@ -223,6 +247,7 @@ class SmallModelProfile(PromptProfile):
 
     def action_message(self, step: int, action: ToolCall, conditions: list[str]) -> str:
         text = f"{action.tool} {compact_json(action.arguments)}"
+        text += describe_client_exchanges(action)
         if conditions:
             text += "\n(now: " + "; ".join(conditions) + ")"
         return text

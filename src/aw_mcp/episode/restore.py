@@ -185,7 +185,9 @@ def restore_episode(
             episode.add_turn(
                 Turn(
                     index=record.index,
-                    action=ToolCall(tool=served.spec.name, arguments=record.arguments),
+                    action=ToolCall(
+                        tool=served.spec.name, arguments=record.arguments, client=record.client
+                    ),
                     observation=record.observation,
                     is_error=record.is_error,
                     conditions=record.conditions,

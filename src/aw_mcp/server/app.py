@@ -6,7 +6,10 @@ inputSchema/outputSchema exactly as given. This module owns the MCP error contra
 - arguments over ``max_argument_bytes`` -> an ``isError`` result at once, naming size and limit;
 - arguments that break the inputSchema -> an ``isError`` result naming each problem;
 - world-model failure -> an ``isError`` result with the reason (and a log line);
-- anything unexpected -> an ``isError`` result too: a call never ends as an opaque -32603.
+- anything unexpected -> an ``isError`` result too: a call never ends as an opaque -32603;
+- a tool that asks the client (``simulation.client_requests``) and a client without the
+  capability -> -32021 on 2026-07-28, an ``isError`` result on a handshake session
+  (``aw_mcp.server.client_requests``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import anyio
 from mcp import MCPError, types
 from mcp.server import Server
 from mcp.server.lowlevel.server import lifespan as no_lifespan
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
@@ -33,7 +37,9 @@ from aw_mcp.server.arguments import (
     parse_world,
 )
 from aw_mcp.server.client_logging import log_to_client, set_level
+from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
+from aw_mcp.server.listen import EpisodeSubscriptions, ListsNeverChange
 from aw_mcp.server.malformed import ExplainInvalidParams
 from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
@@ -111,18 +117,24 @@ def build_server(
     *,
     owns_engine: bool = False,
     max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
+    request_state_keys: list[str] | None = None,
 ) -> Server:
     """The MCP server for ``simulator``. With ``owns_engine`` the engine is started and closed
     by the server's lifespan (``aw-mcp serve``: once for stdio's one connection, once for the
     HTTP app); without it the caller manages the engine (tests share one across servers).
-    Calls whose arguments take more than ``max_argument_bytes`` as JSON are refused."""
+    Calls whose arguments take more than ``max_argument_bytes`` as JSON are refused.
+    ``request_state_keys`` seal the 2026-07-28 ``requestState`` of tools that ask the client
+    (the first seals, all open; replicas share them); without them, a key of this process."""
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
+    subscriptions = EpisodeSubscriptions()  # 2026-07-28 listen streams, per episode
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None):
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         served = catalogue.get(params.name)
         if served is None:
             known = ", ".join(catalogue.names())
@@ -132,8 +144,11 @@ def build_server(
             )
         with client_episode(ctx, simulator.end_episode) as episode_id:
             result = await simulate(ctx, served, params, episode_id, client_world(ctx))
+        if isinstance(result, types.InputRequiredResult):
+            return result  # not a call yet: the client answers and calls again
         if not served.spec.read_only and not result.is_error:
             await notify_changed_resources(ctx)
+            await subscriptions.resources_changed(episode_id)
         level: types.LoggingLevel = "warning" if result.is_error else "info"
         await log_to_client(
             ctx, level, {"tool": params.name, "episode": episode_id, "isError": result.is_error}
@@ -146,7 +161,7 @@ def build_server(
         params: types.CallToolRequestParams,
         episode_id: str,
         world: Any = None,
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments if params.arguments is not None else {}
         # Size first: schema errors may quote the value, and the record would copy it.
         if too_large := oversize_error(params.name, arguments, max_argument_bytes):
@@ -164,6 +179,24 @@ def build_server(
             await simulator.reject(episode_id, served, arguments, message)
             return error_result(message)
 
+        client = None
+        if requests := served.spec.simulation.client_requests:
+            try:
+                outcome = await gather(
+                    ctx,
+                    params.name,
+                    requests,
+                    arguments,
+                    params.input_responses,
+                    params.request_state,
+                )
+            except ClientCannotAnswer as exc:
+                await simulator.reject(episode_id, served, arguments, str(exc))
+                return error_result(str(exc))
+            if isinstance(outcome, types.InputRequiredResult):
+                return outcome  # 2026-07-28: the client answers and calls again
+            client = outcome
+
         try:
             answer = await simulator.call(
                 episode_id,
@@ -171,6 +204,7 @@ def build_server(
                 arguments,
                 progress_reporter(ctx),
                 episode_world,
+                client,
             )
         except RpcFaultError as exc:
             raise MCPError(
@@ -183,16 +217,24 @@ def build_server(
             )
         return call_result(answer)
 
-    server = Server(
+    server = ListsNeverChange(
         name,
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
         lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
-        **surface_handlers(simulator),  # resources, prompts, completions the domains declare
+        # resources (and listen streams for their updates), prompts, completions
+        **surface_handlers(simulator, subscriptions.listen),
     )
     server.middleware.append(ExplainInvalidParams())
+    # Seals and verifies the requestState of input_required results (2026-07-28).
+    security = (
+        RequestStateSecurity(keys=request_state_keys)
+        if request_state_keys
+        else RequestStateSecurity.ephemeral()
+    )
+    server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Registered, not a constructor argument: that one warns that logging is deprecated.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     return server

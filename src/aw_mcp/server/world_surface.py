@@ -11,7 +11,12 @@ actions too. Fault rules match them by those names (``match: {tool: "resources/r
 Subscriptions (``resources/subscribe``, handshake generation): which resources a tool call
 changed is the world model's secret, so after every call of a tool that is not read-only the
 connection's subscribed resources get ``notifications/resources/updated`` (a client re-reads,
-and the world model answers in line with the call).
+and the world model answers in line with the call). 2026-07-28 clients, which have no
+``resources/subscribe``, listen on ``subscriptions/listen`` instead (``aw_mcp.server.listen``).
+
+A prompt's ``simulation.client_requests`` (never on the wire) ask the client first, as a
+tool's do (``aw_mcp.server.client_requests``): a 2026-07-28 ``prompts/get`` may answer
+``input_required``.
 
 Errors: an unknown resource URI or prompt name -> -32602 with the URI or name in ``data``;
 a missing required prompt argument -> -32602 naming it; a read the world model or a fault
@@ -29,7 +34,8 @@ from mcp import MCPError, types
 
 from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.catalogue import Catalogue, ServedTool
-from aw_mcp.domain.models import DomainSpec, ToolSimulation, ToolSpec
+from aw_mcp.domain.models import ClientExchange, DomainSpec, ToolSimulation, ToolSpec
+from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import client_episode, connection_state
 from aw_mcp.simulator import RpcFaultError, WorldSimulator
 
@@ -111,7 +117,7 @@ class WorldSurface:
         catalogue = simulator.catalogue
         self.resources = [r for d in catalogue.domains for r in d.resources]
         self.templates = [t for d in catalogue.domains for t in d.resource_templates]
-        self.prompts = [p for d in catalogue.domains for p in d.prompts]
+        self.prompts: list[types.Prompt] = [p for d in catalogue.domains for p in d.prompts]
         self._by_uri = {
             r.uri: _Readable(d, r.mime_type) for d in catalogue.domains for r in d.resources
         }
@@ -156,8 +162,9 @@ class WorldSurface:
         return types.ReadResourceResult(contents=contents)
 
     async def get_prompt(
-        self, ctx: Any, name: str, arguments: dict[str, str] | None
-    ) -> types.GetPromptResult:
+        self, ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        name, arguments = params.name, params.arguments
         found = self._prompts.get(name)
         if found is None:
             known = ", ".join(self._prompts) or "none"
@@ -174,7 +181,20 @@ class WorldSurface:
                 code=types.INVALID_PARAMS,
                 message=f"Prompt {name!r} needs the argument(s): {', '.join(missing)}",
             )
-        answer = await self._simulate(ctx, domain, GET_PROMPT, {"name": name, "arguments": given})
+        client = None
+        if requests := prompt.simulation.client_requests:  # asked as a tool's are
+            try:
+                outcome = await gather(
+                    ctx, name, requests, given, params.input_responses, params.request_state
+                )
+            except ClientCannotAnswer as exc:
+                raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
+            if isinstance(outcome, types.InputRequiredResult):
+                return outcome
+            client = outcome
+        answer = await self._simulate(
+            ctx, domain, GET_PROMPT, {"name": name, "arguments": given}, client
+        )
         blocks = answer.content or [{"type": "text", "text": answer.text}]
         messages = [
             types.PromptMessage(
@@ -212,12 +232,17 @@ class WorldSurface:
         )
 
     async def _simulate(
-        self, ctx: Any, domain: DomainSpec, action: str, arguments: dict[str, Any]
+        self,
+        ctx: Any,
+        domain: DomainSpec,
+        action: str,
+        arguments: dict[str, Any],
+        client: list[ClientExchange] | None = None,
     ) -> ToolAnswer:
         served = self._actions[(domain.name, action)]
         with client_episode(ctx, self.simulator.end_episode) as episode_id:
             try:
-                answer = await self.simulator.call(episode_id, served, arguments)
+                answer = await self.simulator.call(episode_id, served, arguments, client=client)
             except RpcFaultError as exc:
                 raise MCPError(
                     code=exc.fault.code, message=exc.fault.message, data=exc.fault.data
@@ -273,9 +298,10 @@ def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
     }
 
 
-def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
+def surface_handlers(simulator: WorldSimulator, listen: Any = None) -> dict[str, Any]:
     """``Server`` handler arguments for what the catalogue's domains offer (none: {}), so
-    the capabilities a client sees are the ones that answer."""
+    the capabilities a client sees are the ones that answer. ``listen`` serves
+    ``subscriptions/listen`` (``aw_mcp.server.listen``) where there are resources to update."""
     surface = WorldSurface(simulator)
     handlers: dict[str, Any] = {}
 
@@ -320,6 +346,8 @@ def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
             on_subscribe_resource=subscribe,
             on_unsubscribe_resource=unsubscribe,
         )
+        if listen is not None:
+            handlers["on_subscriptions_listen"] = listen
     if surface.offers_prompts:
 
         async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
@@ -327,8 +355,8 @@ def surface_handlers(simulator: WorldSimulator) -> dict[str, Any]:
 
         async def get_prompt(
             ctx: Any, params: types.GetPromptRequestParams
-        ) -> types.GetPromptResult:
-            return await surface.get_prompt(ctx, params.name, params.arguments)
+        ) -> types.GetPromptResult | types.InputRequiredResult:
+            return await surface.get_prompt(ctx, params)
 
         handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
     if surface.prompts or surface.templates:

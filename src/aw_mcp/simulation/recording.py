@@ -8,6 +8,7 @@ from typing import Any
 
 from aw_mcp.answers import ToolAnswer
 from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.models import ClientExchange
 from aw_mcp.engines.base import GenerationStats
 from aw_mcp.episode.episode import CallRecord, Episode, ObservationSource
 from aw_mcp.episode.store import EpisodeStore
@@ -20,8 +21,10 @@ class PendingRecord:
         episode: Episode,
         served: ServedTool,
         arguments: dict[str, Any],
+        client: list[ClientExchange] | None = None,
     ):
         self.store = store
+        self.client = client or []
         self.episode = episode
         self.served = served
         self.arguments = arguments
@@ -52,6 +55,7 @@ class PendingRecord:
             started_at=self.started,
             seconds=round(time.time() - self.started, 4),
             episode_started_at=episode.started_at,
+            client=self.client,
         )
         self.store.record(episode, record)
         return record

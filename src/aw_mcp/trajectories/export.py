@@ -41,7 +41,7 @@ from aw_mcp import __version__
 from aw_mcp.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.domain.mirror import mirror_domain
-from aw_mcp.domain.models import DomainSpec, ToolCall, WorldSpec
+from aw_mcp.domain.models import DomainSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.prompt import PromptProfile, build_messages
@@ -128,7 +128,7 @@ def _served_turns(episode: RecordedEpisode, catalogue: Catalogue) -> list[tuple[
                 f"episode {episode.episode!r} calls {turn.action.tool!r}, which domain "
                 f"{catalogue.domains[0].name!r} does not have"
             )
-        action = ToolCall(tool=served.spec.name, arguments=turn.action.arguments)
+        action = turn.action.model_copy(update={"tool": served.spec.name})
         update: dict[str, Any] = {"action": action}
         if served.spec.model_output_schema is not None and record.structured is not None:
             # The simulated tool's observation is its structured answer as JSON (what the

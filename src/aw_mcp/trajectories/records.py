@@ -37,7 +37,7 @@ def turns_from_records(records: list[CallRecord]) -> list[Turn]:
     return [
         Turn(
             index=r.index,
-            action=ToolCall(tool=r.tool, arguments=r.arguments),
+            action=ToolCall(tool=r.tool, arguments=r.arguments, client=r.client),
             observation=r.observation,
             is_error=r.is_error,
             conditions=r.conditions,
