@@ -57,6 +57,7 @@ from aw_mcp.engines.constraints import (
 )
 from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.loading import BackgroundLoad
+from aw_mcp.engines.loop_guard import LoopGuard
 from aw_mcp.engines.sampling import SamplingParams, TokenSampler
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import PromptTokenCache, common_prefix, first_stop
@@ -93,6 +94,9 @@ class LocalEngineOptions:
     # this is re-evaluated on a copied prefix instead of restored from its snapshot (a
     # restored state takes KV cells for its whole length; see batching.py).
     reevaluate_below: int = 256
+    # Ban a token that would extend a degenerate loop of unconstrained output to 128
+    # characters (loop_guard.py: real observations never repeat like that).
+    loop_guard: bool = True
 
 
 class StopStrings:
@@ -147,6 +151,7 @@ class Decoding:
         self.max_tokens = request.max_tokens
         self._stops = StopStrings([*request.stop, *engine._stop_strings()], engine._detokenize)
         self._chooser = None
+        self._loop_guard = LoopGuard(engine._detokenize) if engine.options.loop_guard else None
         if constraint is not None:
             # The grammar ends the document (no stop strings), and max_tokens never cuts it
             # below its shortest valid form.
@@ -171,7 +176,9 @@ class Decoding:
 
     def choose(self, logits: np.ndarray) -> int | None:
         """The next token, or None if the model ended the generation."""
-        if self._chooser is None:
+        if self._chooser is None and self._loop_guard is not None:
+            token = self._loop_guard.choose(logits, self.out, self._sampler.sample)
+        elif self._chooser is None:
             token = self._sampler.sample(logits)
         else:
             token = self._chooser.choose(logits, self._sampler)

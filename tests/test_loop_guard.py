@@ -1,0 +1,83 @@
+"""The loop guard: a token that would extend a degenerate repeat is banned (loop_guard.py)."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import numpy as np
+import pytest
+
+from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.engines.loop_guard import LoopGuard
+from tests.conftest import REPO_ROOT, small_embedded_engine
+
+# A tiny vocabulary: token id -> its text.
+VOCAB = ["README.md\n", "[exit code: 0]", "tests\n", "x"]
+
+
+def detokenize(tokens):
+    return "".join(VOCAB[t] for t in tokens)
+
+
+def greedy(logits: np.ndarray) -> int:
+    return int(np.argmax(logits))
+
+
+def test_a_long_repeat_is_a_loop_and_real_looking_output_is_not():
+    guard = LoopGuard(detokenize)
+    assert guard.loops("README.md\n" * 13)  # 130 characters of one 10-character block
+    assert guard.loops("ab" * 64)
+    assert not guard.loops("README.md\n" * 12)  # 120: shorter than min_span
+    assert not guard.loops("=" * 67 + "\n")  # the longest repeat in the real records
+    assert not guard.loops("\n".join(f"./src/module_{i}.py" for i in range(40)))
+
+
+def test_the_token_that_would_continue_a_loop_is_banned_for_the_next_likeliest():
+    guard = LoopGuard(detokenize)
+    logits = np.array([5.0, 4.0, 3.0, 0.0], dtype=np.float32)  # README.md\n likeliest
+    out = [0] * 12  # 120 characters: one more copy makes it a loop
+    assert guard.choose(logits, out, greedy) == 1  # the exit-code line instead
+    assert guard.bans == 1
+    assert logits[0] == 5.0  # the caller's logits are left alone
+    assert guard.choose(logits, [0] * 5, greedy) == 0  # a short repeat is let be
+    # When every candidate continues the loop the guard gives up after max_bans.
+    stubborn = LoopGuard(lambda ts: "ab" * 70, max_bans=2)
+    assert stubborn.choose(logits, [0], greedy) == 2 and stubborn.bans == 2
+
+
+def test_records_never_trip_the_guard():
+    """Its threshold is measured on real observations: none in the repository is a loop."""
+    guard = LoopGuard(detokenize)
+    tripped = []
+    for path in sorted((REPO_ROOT / "trajectories").rglob("*.jsonl"))[::7]:
+        for line in path.read_text().splitlines():
+            text = json.loads(line)["observation"]
+            # Any prefix of a real answer is a state the guard sees while decoding it.
+            if any(guard.loops(text[:end]) for end in range(128, len(text) + 1, 16)):
+                tripped.append(f"{path.name}: {text[:60]!r}")
+    assert not tripped, tripped[:5]
+
+
+@pytest.mark.parametrize("loop_guard", [False, True])
+def test_the_embedded_model_asked_to_repeat_stops_repeating_with_the_guard(loop_guard):
+    engine = small_embedded_engine(loop_guard=loop_guard)
+    request = GenerationRequest(
+        messages=[
+            ChatMessage(
+                role="user", content="Continue this list exactly as it goes on:\n" + "tests\n" * 12
+            )
+        ],
+        max_tokens=120,
+    )
+
+    async def run():
+        await engine.start()
+        try:
+            return (await engine.generate(request)).text
+        finally:
+            await engine.aclose()
+
+    text = anyio.run(run)
+    looped = any(LoopGuard(detokenize).loops(text[:end]) for end in range(128, len(text) + 1))
+    assert looped is not loop_guard, text[:300]
