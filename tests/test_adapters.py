@@ -25,7 +25,7 @@ def test_each_bundled_adapter_says_how_it_was_trained():
     smol = read_adapter_info(bundled("smollm2-135m-terminal.gguf"))
     qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
     assert (smol.profile, smol.domains) == ("small", ("terminal",))
-    assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
+    assert (qwen.profile, qwen.domains) == ("small", ("mcp", "os", "swe", "terminal"))
     assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
     assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
     assert smol.alpha > 0 and qwen.alpha > 0
@@ -33,10 +33,20 @@ def test_each_bundled_adapter_says_how_it_was_trained():
 
 def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_domain(monkeypatch):
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
-    for domains in (["terminal"], ["os"], ["swe"], ["terminal", "os"]):
+    for domains in (["terminal"], ["os"], ["swe"], ["mcp"], ["terminal", "os"]):
         adapters, profile = _resolve(simulator=domains)
         assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")], domains
         assert profile == "small"
+
+
+def test_a_mirrored_server_gets_the_adapter_trained_on_mirrors_even_one_never_seen(monkeypatch):
+    """The adapter was trained on five real servers' records, each mirrored from its capture
+    (domain ``mcp`` for adapters); sqlite is held out of training entirely."""
+    monkeypatch.delenv("AW_MCP_MODEL", raising=False)
+    capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
+    adapters, profile = _resolve(tools_from=[capture])
+    assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")]
+    assert profile == "small"
 
 
 def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
@@ -51,6 +61,7 @@ def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
     [
         {"no_lora": True},
         {"simulator": ["terminal", "search"]},  # not trained on search
+        {"simulator": ["web"]},  # its episodes were all longer than --max-tokens
         {"model": str(REPO_ROOT / "some-other-model.gguf")},  # a user's model: no default
         {"engine": "transformers"},
     ],

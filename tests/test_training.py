@@ -230,3 +230,22 @@ def test_records_of_a_mirrored_server_train_under_the_mcp_adapter_domain():
     assert domains["terminal"].adapter_domain == "terminal"
     with pytest.raises(ValueError, match=r"tools/memory\.json"):
         training_domains(None, {terminal: by_dir[memory]})  # no capture beside them
+
+
+def test_a_domain_whose_episodes_all_exceed_max_tokens_is_not_in_the_adapters_domains(
+    serving_format,
+):
+    """Every web episode's first step is longer than a tiny --max-tokens: the adapter must not
+    claim the web domain, or serving would pick it for a world it never learned."""
+    from aw_mcp.training import trained_domains, training_domains
+
+    dirs = [
+        REPO_ROOT / "trajectories/web/heldout",
+        REPO_ROOT / "trajectories/terminal/varied/heldout",
+    ]
+    by_dir = {d: load_record_dir(d)[:3] for d in dirs}
+    episodes = [e for found in by_dir.values() for e in found]
+    contexts = {d.name: DomainContext.of(d, None) for d in training_domains(None, by_dir)}
+    examples = build_examples(episodes, contexts, SmallModelProfile(), serving_format, 1200)
+    assert {e.episode for e in examples} == {e.episode for e in by_dir[dirs[1]]}
+    assert trained_domains(episodes, examples, contexts) == ["terminal"]

@@ -21,6 +21,7 @@ from aw_mcp.episode.prompt import PROFILES
 from aw_mcp.training.examples import (
     DomainContext,
     ServingFormat,
+    TrainingExample,
     build_examples,
     shared_prefix_length,
     split_validation,
@@ -80,6 +81,22 @@ def training_domains(
     return [found[name] for name in sorted(found)]
 
 
+def trained_domains(
+    episodes: list[RecordedEpisode],
+    examples: list[TrainingExample],
+    contexts: dict[str, DomainContext],
+) -> list[str]:
+    """The adapter domains of the episodes that became training sequences. A domain whose
+    every episode was skipped (its first step longer than ``--max-tokens``) is not one the
+    adapter knows, so serving must not pick the adapter for it."""
+    kept = {e.episode for e in examples}
+    domains = {contexts[e.domain].domain.adapter_domain for e in episodes if e.episode in kept}
+    for name, context in contexts.items():
+        if context.domain.adapter_domain not in domains:
+            log.warning("domain %s: no episode fits --max-tokens; not trained on", name)
+    return sorted(domains)
+
+
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     import torch
 
@@ -124,7 +141,7 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         alpha=settings.alpha,
         profile=job.profile,
         base_model=base.name,
-        domains=sorted({c.domain.adapter_domain for c in contexts.values()}),
+        domains=trained_domains(episodes, examples, contexts),
         n_layers=loaded.n_layers,
         n_head=loaded.n_head,
         n_kv_head=loaded.n_kv_head,
