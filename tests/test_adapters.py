@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from aw_mcp.adapters import AdapterError, bundled_adapters, read_adapter_info
@@ -25,7 +27,7 @@ def test_each_bundled_adapter_says_how_it_was_trained():
     smol = read_adapter_info(bundled("smollm2-135m-terminal.gguf"))
     qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
     assert (smol.profile, smol.domains) == ("small", ("terminal",))
-    assert (qwen.profile, qwen.domains) == ("small", ("mcp", "os", "swe", "terminal"))
+    assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
     assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
     assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
     assert smol.alpha > 0 and qwen.alpha > 0
@@ -33,20 +35,32 @@ def test_each_bundled_adapter_says_how_it_was_trained():
 
 def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_domain(monkeypatch):
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
-    for domains in (["terminal"], ["os"], ["swe"], ["mcp"], ["terminal", "os"]):
+    for domains in (["terminal"], ["os"], ["swe"], ["terminal", "os"]):
         adapters, profile = _resolve(simulator=domains)
         assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")], domains
         assert profile == "small"
 
 
-def test_a_mirrored_server_gets_the_adapter_trained_on_mirrors_even_one_never_seen(monkeypatch):
-    """The adapter was trained on five real servers' records, each mirrored from its capture
-    (domain ``mcp`` for adapters); sqlite is held out of training entirely."""
+def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_unseen_ones(
+    monkeypatch,
+):
+    """Adapters know every mirrored capture by the domain it is simulated like (``mcp``), as
+    training records them; sqlite is a server no training episode comes from."""
+    import aw_mcp.adapters as adapters_module
+
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)
+    real_info = adapters_module.read_adapter_info
+
+    def as_trained_on_mirrors(path):
+        info = real_info(path)
+        return dataclasses.replace(info, domains=("mcp",)) if path.name.startswith("qwen") else info
+
+    monkeypatch.setattr(adapters_module, "read_adapter_info", as_trained_on_mirrors)
     capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
     adapters, profile = _resolve(tools_from=[capture])
     assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")]
     assert profile == "small"
+    assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: not mcp
 
 
 def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
@@ -62,6 +76,7 @@ def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
         {"no_lora": True},
         {"simulator": ["terminal", "search"]},  # not trained on search
         {"simulator": ["web"]},  # its episodes were all longer than --max-tokens
+        {"simulator": ["mcp"]},  # trained on, but it measured worse than the plain base
         {"model": str(REPO_ROOT / "some-other-model.gguf")},  # a user's model: no default
         {"engine": "transformers"},
     ],
