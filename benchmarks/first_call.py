@@ -9,6 +9,11 @@ more calls of the same episode, each timed by the client. Ratios side by side, o
 
     python benchmarks/first_call.py [--domain terminal --domain os --domain swe]
         [--model qwen2.5-coder-0.5b] [--settle 60] [--later 3]
+
+Measured 2026-12-01 on the 2-core CPU machine (default model, adapter q3, one thread,
+--settle 45, an evaluation running on the other core): first call / median of 3 later calls
+terminal 1.33 s / 1.31 s (1.01x), os 0.84 s / 5.07 s (0.16x), swe 1.57 s / 9.66 s (0.16x): the
+first call is no slower than the ones after it (those answer with more text).
 """
 
 from __future__ import annotations
