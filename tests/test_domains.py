@@ -61,7 +61,7 @@ def test_domain_file_is_complete(name):
         if tool.model_output_schema:  # what the model writes; a text-answered tool's is text
             jsonschema.validate(json.loads(demo.observation), tool.model_output_schema)
         if tool.output_schema and tool.simulation.text_field:
-            structured = tool.structured_from_text(demo.observation)
+            structured = tool.structured_answer(demo.observation)
             jsonschema.validate(structured, tool.output_schema)
 
 

@@ -230,10 +230,13 @@ class ToolSpec(BaseModel):
         builds from the text."""
         return None if self.simulation.text_field else self.output_schema
 
-    def structured_from_text(self, text: str) -> dict[str, Any] | None:
-        """The structured answer of a text-answered tool (None for any other tool)."""
-        field = self.simulation.text_field
-        return None if field is None else {field: text}
+    def structured_answer(self, observation: str) -> Any | None:
+        """The structured answer behind an observation the world model wrote: built from the
+        text for a text-answered tool, parsed for a tool answered in JSON, None without an
+        outputSchema."""
+        if self.simulation.text_field is not None:
+            return {self.simulation.text_field: observation}
+        return json.loads(observation) if self.output_schema is not None else None
 
     @property
     def read_only(self) -> bool:

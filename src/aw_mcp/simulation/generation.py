@@ -70,7 +70,7 @@ class ObservationGenerator:
             result = await generate_with_progress(self.engine, request, progress)
             text = self.profile.extract_observation(result.text)
             if schema is None:
-                answer = ToolAnswer(text=text, structured=spec.structured_from_text(text))
+                answer = ToolAnswer(text=text, structured=spec.structured_answer(text))
                 return answer, result.stats
             structured, last_problem = parse_structured(text, schema)
             if structured is not None:

@@ -7,7 +7,6 @@ world consistent where a small model would drift.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aw_mcp.answers import ToolAnswer
@@ -29,9 +28,7 @@ class ReadOnlyReplay:
             if turn.action.tool == served.spec.name and turn.action.arguments == arguments:
                 if turn.is_error or turn.damaged or turn.conditions != episode.active_conditions():
                     return None
-                structured = served.spec.structured_from_text(turn.observation)
-                if served.spec.model_output_schema is not None:
-                    structured = json.loads(turn.observation)
+                structured = served.spec.structured_answer(turn.observation)
                 return ToolAnswer(text=turn.observation, structured=structured)
             tool = served.domain.tool(turn.action.tool)
             if tool is None or not tool.read_only:

@@ -90,11 +90,10 @@ def trained_domains(
     every episode was skipped (its first step longer than ``--max-tokens``) is not one the
     adapter knows, so serving must not pick the adapter for it."""
     kept = {e.episode for e in examples}
-    domains = {contexts[e.domain].domain.adapter_domain for e in episodes if e.episode in kept}
-    for name, context in contexts.items():
-        if context.domain.adapter_domain not in domains:
-            log.warning("domain %s: no episode fits --max-tokens; not trained on", name)
-    return sorted(domains)
+    trained = {e.domain for e in episodes if e.episode in kept}
+    for name in sorted(set(contexts) - trained):
+        log.warning("domain %s: no episode fits --max-tokens; not trained on", name)
+    return sorted({contexts[name].domain.adapter_domain for name in trained})
 
 
 def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
