@@ -32,6 +32,20 @@ def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
 
 ClientRequestKind = Literal["sampling", "elicitation", "roots"]
 
+# How a real server writes a JSON value as its text content: Python's json.dumps (``compact``,
+# ", " and ": "), JavaScript's JSON.stringify (``minified``) or either with an indent of 2.
+JsonTextStyle = Literal["compact", "minified", "indented"]
+
+
+def json_text(value: Any, style: JsonTextStyle) -> str:
+    """``value`` written as JSON the way a server of ``style`` writes it."""
+    if style == "indented":
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    if style == "minified":
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False)
+
+
 # The MCP method of each kind of request a tool sends to its client.
 CLIENT_REQUEST_METHODS: dict[str, str] = {
     "sampling": "sampling/createMessage",
@@ -148,6 +162,19 @@ class ToolSimulation(BaseModel):
         "records show it, and the server builds the structured answer from it. None: the "
         "model writes the structured answer as JSON, which is also the text.",
     )
+    json_text: JsonTextStyle = Field(
+        default="compact",
+        description="For a tool answered in JSON: how its real server writes the JSON as "
+        "text (compact: Python's json.dumps; minified: JavaScript's JSON.stringify; indented: "
+        "either with an indent of 2). The world model writes it so, as the records show it.",
+    )
+    json_text_of: str | None = Field(
+        default=None,
+        description="For a tool whose real server's text is the JSON of one property of its "
+        "structured answer (the memory server: text [...], structuredContent "
+        '{"entities": [...]}): that property. The world model then writes that value and '
+        "the server builds the structured answer around it.",
+    )
     read_only: bool | None = Field(
         default=None,
         description="Whether the tool only reads the world (for replaying a repeated call); "
@@ -209,34 +236,70 @@ class ToolSpec(BaseModel):
         return schema
 
     @model_validator(mode="after")
-    def _text_field_in_schema(self) -> ToolSpec:
-        field = self.simulation.text_field
-        if field is None:
-            return self
+    def _text_hints_in_schema(self) -> ToolSpec:
+        """``text_field`` and ``json_text_of`` name the one property the outputSchema
+        requires (a string for ``text_field``): the answer is built around it."""
+        simulation = self.simulation
+        if simulation.text_field is not None and simulation.json_text_of is not None:
+            raise ValueError("simulation.text_field and json_text_of exclude each other")
         schema = self.output_schema or {}
-        if schema.get("properties", {}).get(field, {}).get("type") != "string" or set(
-            schema.get("required", [])
-        ) - {field}:
-            raise ValueError(
-                f"simulation.text_field {field!r} must name a string property of the "
-                "tool's outputSchema, the only one it requires"
-            )
+        required = set(schema.get("required", []))
+        for key, field, must_be_string in (
+            ("text_field", simulation.text_field, True),
+            ("json_text_of", simulation.json_text_of, False),
+        ):
+            if field is None:
+                continue
+            found = schema.get("properties", {}).get(field)
+            if (
+                found is None
+                or (must_be_string and found.get("type") != "string")
+                or required - {field}
+            ):
+                kind = "a string" if must_be_string else "a"
+                raise ValueError(
+                    f"simulation.{key} {field!r} must name {kind} property of the tool's "
+                    "outputSchema, the only one it requires"
+                )
         return self
 
     @property
     def model_output_schema(self) -> dict[str, Any] | None:
-        """The schema the world model's answer must meet: the outputSchema, except for a tool
-        answered in text (``simulation.text_field``), whose structured answer the server
-        builds from the text."""
-        return None if self.simulation.text_field else self.output_schema
+        """The schema the world model's answer must meet: the outputSchema; none for a tool
+        answered in text (``simulation.text_field``), and the one property's schema for a
+        tool whose text is that property's JSON (``simulation.json_text_of``). The server
+        builds the structured answer from what the model wrote."""
+        if self.simulation.text_field is not None or self.output_schema is None:
+            return None
+        if (of := self.simulation.json_text_of) is not None:
+            return {
+                **{k: v for k, v in self.output_schema.items() if k.startswith("$")},
+                **self.output_schema["properties"][of],
+            }
+        return self.output_schema
 
     def structured_answer(self, observation: str) -> Any | None:
         """The structured answer behind an observation the world model wrote: built from the
-        text for a text-answered tool, parsed for a tool answered in JSON, None without an
-        outputSchema."""
+        text for a text-answered tool, parsed for a tool answered in JSON (around its one
+        property's value for ``json_text_of``), None without an outputSchema."""
         if self.simulation.text_field is not None:
             return {self.simulation.text_field: observation}
-        return json.loads(observation) if self.output_schema is not None else None
+        if self.output_schema is None:
+            return None
+        return self.structured_around(json.loads(observation))
+
+    def structured_around(self, value: Any) -> Any:
+        """The structured answer of a value the world model wrote in JSON."""
+        of = self.simulation.json_text_of
+        return value if of is None else {of: value}
+
+    def answer_text(self, structured: Any) -> str:
+        """The text the real server sends with a structured answer (the inverse of
+        ``structured_answer``)."""
+        if self.simulation.text_field is not None:
+            return str(structured[self.simulation.text_field])
+        of = self.simulation.json_text_of
+        return json_text(structured if of is None else structured[of], self.simulation.json_text)
 
     @property
     def read_only(self) -> bool:

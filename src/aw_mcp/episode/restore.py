@@ -168,7 +168,7 @@ def restore_episode(
                     record.index,
                     served.spec.output_schema,
                     episode.key,
-                    served.spec.simulation.text_field,
+                    served.spec.answer_text,
                 )
             )
             for condition in decision.conditions:

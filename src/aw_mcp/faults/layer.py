@@ -58,7 +58,9 @@ class CallContext:
     call_index: int  # 1-based index of this call in its episode
     output_schema: dict[str, Any] | None = None  # the tool's, for faults that damage output
     episode_key: str | None = None  # ``Episode.key``: this run of the episode
-    text_field: str | None = None  # the tool's simulation.text_field (text = that property)
+    # How the tool writes a structured answer as text (``ToolSpec.answer_text``); None:
+    # compact JSON.
+    answer_text: Callable[[Any], str] | None = None
 
     @property
     def state_key(self) -> str:

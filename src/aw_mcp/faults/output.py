@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -41,7 +42,7 @@ def damage(
     effect: OutputEffect,
     output_schema: dict[str, Any] | None,
     seed: int,
-    text_field: str | None = None,
+    answer_text: Callable[[Any], str] | None = None,
 ) -> ToolAnswer:
     """The answer with ``effect`` applied; error answers pass unchanged."""
     if answer.is_error:
@@ -52,7 +53,7 @@ def damage(
         problems = schema_errors(output_schema, value)
         if problems:
             return ToolAnswer(text=f"Output validation error: {problems[0]}", is_error=True)
-        text = value[text_field] if text_field else json.dumps(value, ensure_ascii=False)
+        text = answer_text(value) if answer_text else json.dumps(value, ensure_ascii=False)
         return ToolAnswer(text=text, structured=value)
     return ToolAnswer(text=_damage_text(answer.text, effect, rng))
 

@@ -205,7 +205,7 @@ class ScenarioFaultLayer:
                         damage,
                         effect=effect,
                         output_schema=call.output_schema,
-                        text_field=call.text_field,
+                        answer_text=call.answer_text,
                         seed=draws.integer(f"output-{position}"),
                     )
                 )

@@ -43,7 +43,7 @@ class FaultStep:
             episode.next_index,
             served.spec.output_schema,
             episode.key,
-            served.spec.simulation.text_field,
+            served.spec.answer_text,
         )
         try:
             decision = self.layer.decide(call)

@@ -72,10 +72,11 @@ class ObservationGenerator:
             if schema is None:
                 answer = ToolAnswer(text=text, structured=spec.structured_answer(text))
                 return answer, result.stats
-            structured, last_problem = parse_structured(text, schema)
-            if structured is not None:
-                text = json.dumps(structured, ensure_ascii=False)
-                return ToolAnswer(text=text, structured=structured), result.stats
+            value, last_problem = parse_structured(text, schema)
+            if value is not None:
+                structured = spec.structured_around(value)
+                answer = ToolAnswer(text=spec.answer_text(structured), structured=structured)
+                return answer, result.stats
             log.warning(
                 "output of %s broke its outputSchema (attempt %d/%d): %s",
                 served.public_name,
@@ -91,8 +92,8 @@ class ObservationGenerator:
 
 def parse_structured(text: str, schema: dict[str, Any]) -> tuple[Any | None, str]:
     """Parse and validate model output against an outputSchema: (value, "") or (None, why)."""
-    start = text.find("{")
-    candidate = text[start:] if start >= 0 else text
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    candidate = text[min(starts) :] if starts else text.strip()
     try:
         value, _ = json.JSONDecoder().raw_decode(candidate)
     except json.JSONDecodeError as exc:

@@ -131,9 +131,9 @@ def _served_turns(episode: RecordedEpisode, catalogue: Catalogue) -> list[tuple[
         action = turn.action.model_copy(update={"tool": served.spec.name})
         update: dict[str, Any] = {"action": action}
         if served.spec.model_output_schema is not None and record.structured is not None:
-            # The simulated tool's observation is its structured answer as JSON (what the
-            # server records and the world model writes); a real server's text may differ.
-            update["observation"] = json.dumps(record.structured, ensure_ascii=False)
+            # The simulated tool's observation: its structured answer written as the tool's
+            # hints say (what the world model writes); a real server's text may differ.
+            update["observation"] = served.spec.answer_text(record.structured)
         out.append((turn.model_copy(update=update), served))
     if not out:
         raise ExportError(f"episode {episode.episode!r} has no call that reached the world")

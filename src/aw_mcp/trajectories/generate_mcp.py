@@ -41,6 +41,7 @@ from aw_mcp.progress_bar import add_quiet_flag, counted
 from aw_mcp.trajectories.export import CAPTURES_FOLDER
 from aw_mcp.trajectories.record_proxy import observation_of, proxy_target
 from aw_mcp.trajectories.sandbox import SandboxUnavailable, sandboxed_command
+from aw_mcp.trajectories.text_hints import annotate_captures
 from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
 
 log = logging.getLogger(__name__)
@@ -336,6 +337,7 @@ def generate_mcp_world(
             domain,
             f"--tools-from {out / CAPTURES_FOLDER / domain}.json" if mirrored else None,
         )
+    annotate_captures(out)  # how the server writes its structured answers as text
     write_source_file(out, world, split, seed, episodes)
     return paths
 

@@ -1,0 +1,150 @@
+"""Structured answers written as their real servers write them: the JSON rendering of a tool's
+text is learned from its records (``trajectories.text_hints``), kept in the capture's
+``simulation`` block, and followed when the world model answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.mirror import mirror_domain
+from aw_mcp.domain.models import ToolSpec
+from aw_mcp.trajectories.export import CAPTURES_FOLDER
+from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.text_hints import annotate_captures, infer_text_hints
+from tests.fake_engine import FakeEngine
+from tests.tool_calls import simulated_server
+
+REPO = Path(__file__).resolve().parent.parent
+MCP_RECORDS = REPO / "trajectories" / "mcp"
+
+ENTITIES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}},
+                "required": ["name", "entityType"],
+            },
+        }
+    },
+    "required": ["entities"],
+}
+ENTITIES = [{"name": "Ada", "entityType": "person"}]
+
+
+def test_the_rendering_that_explains_every_pair_is_learned():
+    tool = ToolSpec(name="create_entities", outputSchema=ENTITIES_SCHEMA)
+    of_entities = [(json.dumps(ENTITIES, indent=2), {"entities": ENTITIES})]
+    assert infer_text_hints(tool, of_entities) == {
+        "json_text": "indented",
+        "json_text_of": "entities",
+    }
+    whole = {"entities": ENTITIES}
+    assert infer_text_hints(tool, [(json.dumps(whole, separators=(",", ":")), whole)]) == {
+        "json_text": "minified"
+    }
+    assert infer_text_hints(tool, [(json.dumps(whole), whole)]) == {"json_text": "compact"}
+    # No rendering explains a message, or pairs that disagree: no hints, the model writes JSON.
+    assert infer_text_hints(tool, [("Created 1 entity", whole)]) is None
+    assert infer_text_hints(tool, [*of_entities, (json.dumps(whole), whole)]) is None
+    assert infer_text_hints(ToolSpec(name="plain"), [("text", {})]) is None
+
+
+def test_a_hint_must_name_the_one_required_property():
+    with pytest.raises(ValueError, match="json_text_of"):
+        ToolSpec(name="t", outputSchema=ENTITIES_SCHEMA, simulation={"json_text_of": "missing"})
+    with pytest.raises(ValueError, match="exclude each other"):
+        ToolSpec(
+            name="t",
+            outputSchema=ENTITIES_SCHEMA,
+            simulation={"json_text_of": "entities", "text_field": "entities"},
+        )
+
+
+@pytest.mark.parametrize("server", ["memory", "time", "sequential-thinking"])
+def test_every_committed_structured_record_round_trips_through_its_capture(server):
+    """The committed captures carry the hints their records imply: for every recorded
+    structured answer, the text the served tool would send is the recorded text, and the
+    structured answer it would build from that text is the recorded one."""
+    folder = MCP_RECORDS / server / "train"
+    domain = mirror_domain(folder / CAPTURES_FOLDER / f"{server}.json")
+    checked = 0
+    for episode in load_record_dir(folder):
+        for record in episode.records:
+            if record.structured is None or record.is_error:
+                continue
+            tool = domain.tool(record.tool)
+            if tool.simulation.json_text == "compact" and tool.simulation.json_text_of is None:
+                continue  # a tool whose text no rendering explains (memory's deletes)
+            assert tool.answer_text(record.structured) == record.observation
+            assert tool.structured_answer(record.observation) == record.structured
+            checked += 1
+    assert checked >= 50
+
+
+def test_annotating_a_record_dir_writes_the_hints_into_its_capture(tmp_path):
+    source = MCP_RECORDS / "memory" / "train"
+    shutil.copytree(source / CAPTURES_FOLDER, tmp_path / CAPTURES_FOLDER)
+    for path in sorted(source.glob("*.jsonl"))[:4]:
+        shutil.copy(path, tmp_path)
+    capture = tmp_path / CAPTURES_FOLDER / "memory.json"
+    data = json.loads(capture.read_text())
+    for entry in data["tools"]:
+        entry.pop("simulation", None)
+    capture.write_text(json.dumps(data))
+    assert mirror_domain(capture).tool("create_entities").simulation.json_text_of is None
+
+    learned = annotate_captures(tmp_path)
+
+    assert learned["memory"]["create_entities"] == {
+        "json_text": "indented",
+        "json_text_of": "entities",
+    }
+    tool = mirror_domain(capture).tool("create_entities")
+    assert (tool.simulation.json_text, tool.simulation.json_text_of) == ("indented", "entities")
+
+
+@pytest.mark.anyio
+async def test_the_model_writes_the_recorded_text_and_the_server_builds_the_structure(tmp_path):
+    """A tool whose text is the indented JSON of one property: the model is constrained to
+    that property's schema, writes it as the records show it, the client gets that text and
+    the structured answer around it, and the history shows the text."""
+    written = json.dumps(ENTITIES, indent=2)
+    engine = FakeEngine(written)
+    capture = tmp_path / "memory.json"
+    capture.write_text(
+        json.dumps(
+            {
+                "tools": [
+                    {
+                        "name": "create_entities",
+                        "inputSchema": {"type": "object"},
+                        "outputSchema": ENTITIES_SCHEMA,
+                        "simulation": {"json_text": "indented", "json_text_of": "entities"},
+                    }
+                ]
+            }
+        )
+    )
+    async with Client(simulated_server(engine, mirror_domain(capture))) as client:
+        first = await client.call_tool("create_entities", {"entities": ENTITIES})
+        await client.call_tool("create_entities", {"entities": ENTITIES})
+    assert [block.text for block in first.content] == [written]
+    assert first.structured_content == {"entities": ENTITIES}
+    assert engine.requests[0].json_schema["type"] == "array"
+    history = "\n".join(m.content for m in engine.requests[-1].messages)
+    assert written in history
+
+
+def test_the_bundled_mcp_world_writes_structured_content_as_its_server_does():
+    tool = load_domain("mcp").tool("get-structured-content")
+    answer = {"temperature": 22.5, "conditions": "Sunny", "humidity": 65}
+    assert tool.answer_text(answer) == '{"temperature":22.5,"conditions":"Sunny","humidity":65}'
