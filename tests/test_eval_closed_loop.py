@@ -140,6 +140,23 @@ def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["domains"]["tiny"]["all"]["n"] == 2
 
 
+def test_each_episode_is_served_in_the_world_its_folder_records(tmp_path, capsys):
+    """A record folder's world.yaml is the world its episodes ran in: closed loop serves them
+    in it, as training renders them; a --world given replaces it (the embedded model)."""
+    records = _records(tmp_path, {"alpha": EPISODES["alpha"][:1]})
+    (records / "world.yaml").write_text("facts:\n  user: recorder\n", encoding="utf-8")
+    given = tmp_path / "given.yaml"
+    given.write_text("facts:\n  user: evaluator\n", encoding="utf-8")
+    base = ["eval", "closed-loop", "--records", str(records), "--simulator", str(TINY_DOMAIN)]
+    base += ["--threads", "1", "--n-ctx", "2048", "--quiet"]
+    for extra, user in (([], "recorder"), (["--world", str(given)], "evaluator")):
+        out = tmp_path / f"out-{user}"
+        assert main([*base, "--output-dir", str(out), *extra]) == 0
+        (row,) = _rows(out)
+        assert f"user: {user}" in row["system_str"]
+    capsys.readouterr()
+
+
 async def test_replaying_real_bash_episodes_scores_a_perfect_model(tmp_path, capsys):
     """Closed loop through `serve --replay` (no model) on real bash records: every
     observation comes back as recorded, and score says so beside the baselines."""

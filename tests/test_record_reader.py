@@ -63,8 +63,8 @@ def test_a_fault_error_reads_back_as_a_request_that_never_reached_the_world(tmp_
 def test_each_episode_is_trained_in_its_own_world_else_its_folders(tmp_path):
     """aw-mcp train renders an episode with its worlds/<episode>.yaml, else the record
     folder's world.yaml; a folder with neither leaves the domain's world alone."""
-    from aw_mcp.training import record_dir_worlds
     from aw_mcp.trajectories.records import RecordedEpisode
+    from aw_mcp.trajectories.world_file import record_dir_worlds
 
     (tmp_path / "worlds").mkdir()
     (tmp_path / "worlds" / "own.yaml").write_text("facts: {user: ops}\n")

@@ -237,7 +237,7 @@ def _closed_loop(args: argparse.Namespace) -> int:
     from aw_mcp.runtime import build_simulator
     from aw_mcp.settings_cli import settings_from_namespace
     from aw_mcp.trajectories.records import load_record_dir
-    from aw_mcp.trajectories.world_file import episode_worlds
+    from aw_mcp.trajectories.world_file import episode_worlds, record_dir_worlds
 
     configure_logging(args.log_level)
     episodes = load_record_dir(args.records)
@@ -250,11 +250,14 @@ def _closed_loop(args: argparse.Namespace) -> int:
             update={"simulator": sorted({e.domain for e in episodes}) or settings.simulator}
         )
     simulator = build_simulator(settings)
-    loop = ClosedLoop(
-        simulator,
-        ClosedLoopOptions(jobs=args.jobs, quiet=args.quiet),
-        episode_worlds(args.records),
+    # Each episode in the world it ran in, as training renders it: its own worlds/ file, else
+    # the folder's world.yaml; a --world given is the world of every episode instead.
+    worlds = (
+        episode_worlds(args.records)
+        if settings.world
+        else record_dir_worlds(args.records, episodes)
     )
+    loop = ClosedLoop(simulator, ClosedLoopOptions(jobs=args.jobs, quiet=args.quiet), worlds)
 
     async def main():
         try:

@@ -29,7 +29,7 @@ from aw_mcp.training.examples import (
 from aw_mcp.training.trainer import ADAPTER, TrainSettings
 from aw_mcp.trajectories.export import DomainResolver
 from aw_mcp.trajectories.records import RecordedEpisode, load_record_dir
-from aw_mcp.trajectories.world_file import episode_worlds
+from aw_mcp.trajectories.world_file import record_dir_worlds
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +53,6 @@ class TrainJob:
     # Start from another run's LoRA weights (its checkpoint.pt): a warm start with a fresh
     # optimizer and schedule, e.g. to continue a trained adapter on new episodes.
     init_from: Path | None = None
-
-
-def record_dir_worlds(directory: Path, episodes: list[RecordedEpisode]) -> dict[str, WorldSpec]:
-    """The world each of ``directory``'s ``episodes`` ran in, by episode id: the episode's
-    own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world its
-    episodes share), else none (the domain's world as it is)."""
-    shared_file = directory / "world.yaml"
-    shared = load_world(shared_file) if shared_file.is_file() else None
-    own = episode_worlds(directory)
-    worlds = {e.episode: own.get(e.episode, shared) for e in episodes}
-    return {episode: world for episode, world in worlds.items() if world is not None}
 
 
 def training_domains(

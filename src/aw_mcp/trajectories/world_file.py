@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from aw_mcp.domain.models import WorldSpec
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.records import RecordedEpisode, load_record_dir
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -75,3 +75,16 @@ def episode_worlds(directory: Path) -> dict[str, WorldSpec]:
     if not folder.is_dir():
         return {}
     return {path.stem: load_world(path) for path in sorted(folder.glob("*.yaml"))}
+
+
+def record_dir_worlds(directory: Path, episodes: list[RecordedEpisode]) -> dict[str, WorldSpec]:
+    """The world each of ``directory``'s ``episodes`` ran in, by episode id: the episode's
+    own ``worlds/<episode>.yaml``, else the directory's ``world.yaml`` (the world its
+    episodes share), else none (the domain's world as it is)."""
+    from aw_mcp.domain.loader import load_world
+
+    shared_file = directory / "world.yaml"
+    shared = load_world(shared_file) if shared_file.is_file() else None
+    own = episode_worlds(directory)
+    worlds = {e.episode: own.get(e.episode, shared) for e in episodes}
+    return {episode: world for episode, world in worlds.items() if world is not None}
