@@ -261,3 +261,43 @@ def test_calls_under_a_world_condition_score_whether_they_show_it(tmp_path, caps
     assert "### calls under a world condition" in table and "| model | 50.0 | 100.0 |" in table
     # Without conditions there is no such section.
     assert "world_conditions" not in _score_json(tmp_path, capsys, TERMINAL)
+
+
+def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_use(
+    tmp_path, capsys
+):
+    """A real Playwright snapshot from the committed web records, then a click on one of its
+    refs: the real answer is a well-formed page state with that ref; a tree that lost the ref,
+    repeats a ref or is no YAML list is not."""
+    from pathlib import Path
+
+    from aw_mcp.evaluation.metrics import page_state_well_formed, snapshot_refs
+    from aw_mcp.trajectories.records import load_record_dir
+
+    web = Path(__file__).resolve().parent.parent / "trajectories" / "web" / "heldout"
+    snapshot = next(
+        r.observation
+        for e in load_record_dir(web)
+        for r in e.records
+        if r.tool == "browser_snapshot" and snapshot_refs(r.observation)
+    )
+    refs = snapshot_refs(snapshot)
+    assert refs and page_state_well_formed(snapshot)
+    target = refs[-1]
+    lost = snapshot.replace(f"[ref={target}]", "")
+    doubled = snapshot.replace(f"[ref={refs[0]}]", f"[ref={target}]")
+    unparsed = snapshot.replace("```yaml\n", "```yaml\n: [\n")
+    calls = [
+        ("browser_snapshot", {}, snapshot),
+        ("browser_click", {"element": "a link", "target": target}, "### Ran Playwright code"),
+    ]
+    rows = []
+    for name, gen in (("real", snapshot), ("lost", lost), ("doubled", doubled), ("bad", unparsed)):
+        rows += episode_samples("web", name, calls, [gen, "### Ran Playwright code"])[:1]
+    report = _score_json(tmp_path, capsys, rows)
+    model = report["domains"]["web"]["all"]["model"]
+    # page state: real and lost are well formed; doubled repeats a ref; bad is no YAML list.
+    assert model["page_state_n"] == 4 and model["page_state"] == pytest.approx(2 / 4)
+    # refs usable: the clicked ref is still in all but lost.
+    assert model["refs_usable_n"] == 4 and model["refs_usable"] == pytest.approx(3 / 4)
+    assert report["domains"]["web"]["all"]["empty"]["page_state"] == 0

@@ -9,7 +9,12 @@ All are deterministic and need no model:
 - exit code (terminal tools): the code in a last line ``[exit code: N]``; agreement is counted
   only where the reference has one;
 - JSON (references that are a JSON object or array): the prediction parses as JSON, and has
-  the reference's shape at the top level (same type; for objects the same set of keys).
+  the reference's shape at the top level (same type; for objects the same set of keys);
+- page state (references with a page snapshot, as Playwright MCP's ``### Snapshot`` YAML
+  tree): the prediction has a page URL line and a snapshot that parses as a YAML list with
+  unique ``[ref=...]`` element refs; refs usable: every ref of the reference's snapshot that
+  the episode's next action names is an element of the prediction's snapshot too (where the
+  next action names one).
 """
 
 from __future__ import annotations
@@ -21,8 +26,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 _EXIT_CODE = re.compile(r"\[exit code: (-?\d+)\]\s*\Z")
 _WHITESPACE = re.compile(r"\s+")
+_PAGE_SNAPSHOT = re.compile(r"^### Snapshot\n```yaml\n(.*?)\n```", re.S | re.M)
+_PAGE_URL = re.compile(r"^- Page URL: \S+", re.M)
+_ELEMENT_REF = re.compile(r"\[ref=([^\]\s]+)\]")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Words that run the next word as the command: the family is the command they run.
 _WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "command", "exec", "nice"})
@@ -72,6 +83,37 @@ def same_json_shape(prediction: Any, reference: Any) -> bool:
     return type(prediction) is type(reference)
 
 
+def snapshot_refs(text: str) -> list[str] | None:
+    """The element refs of a page snapshot in ``text``, in order; None without a snapshot."""
+    match = _PAGE_SNAPSHOT.search(text)
+    return _ELEMENT_REF.findall(match.group(1)) if match else None
+
+
+def page_state_well_formed(text: str) -> bool:
+    """A page URL line and a snapshot that parses as a YAML list with unique element refs."""
+    match = _PAGE_SNAPSHOT.search(text)
+    if match is None or _PAGE_URL.search(text) is None:
+        return False
+    try:
+        tree = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return False
+    refs = _ELEMENT_REF.findall(match.group(1))
+    return isinstance(tree, list) and bool(refs) and len(refs) == len(set(refs))
+
+
+def refs_usable(prediction: str, reference: str, next_action: str | None) -> bool | None:
+    """Whether the refs the next action takes from the real snapshot exist in the predicted
+    one; None where there is no snapshot or the next action names none of its refs."""
+    real = snapshot_refs(reference)
+    if not real or not next_action:
+        return None
+    named = set(_WORD.findall(next_action)) & set(real)
+    if not named:
+        return None
+    return named <= set(snapshot_refs(prediction) or [])
+
+
 @dataclass(frozen=True)
 class SampleMetrics:
     """One prediction's metrics; None where a metric does not apply to the sample."""
@@ -81,9 +123,12 @@ class SampleMetrics:
     exit_code_agrees: bool | None = None
     json_valid: bool | None = None
     json_shape: bool | None = None
+    page_state: bool | None = None
+    refs_usable: bool | None = None
 
 
-def measure(prediction: str, reference: str) -> SampleMetrics:
+def measure(prediction: str, reference: str, next_action: str | None = None) -> SampleMetrics:
+    """``next_action``: the episode's next action message, for the refs a snapshot must keep."""
     exit_agrees = None
     if (reference_code := exit_code(reference)) is not None:
         exit_agrees = exit_code(prediction) == reference_code
@@ -97,6 +142,8 @@ def measure(prediction: str, reference: str) -> SampleMetrics:
         exit_code_agrees=exit_agrees,
         json_valid=json_valid,
         json_shape=json_shape,
+        page_state=page_state_well_formed(prediction) if snapshot_refs(reference) else None,
+        refs_usable=refs_usable(prediction, reference, next_action),
     )
 
 

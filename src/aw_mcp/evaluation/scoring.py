@@ -27,7 +27,10 @@ METRICS_NOTE = (
     "exact: identical but for trailing spaces and blank end lines; similarity: difflib "
     "SequenceMatcher ratio (defaults) on whitespace-normalized text; exit code: agreement of "
     "the last line '[exit code: N]' where the reference has one; JSON: the prediction parses "
-    "(valid) and has the reference's top-level shape (shape), where the reference is JSON. "
+    "(valid) and has the reference's top-level shape (shape), where the reference is JSON; "
+    "page state: a page URL and a snapshot parsing as a YAML list with unique [ref=...] refs, "
+    "where the reference has a snapshot; refs usable: the refs the next action takes from the "
+    "real snapshot are in this one. "
     "Baselines: empty = answer nothing ('[exit code: 0]' where the reference has an exit-code "
     "line); previous = the previous real observation of the same episode (empty at turn 1)."
 )
@@ -54,6 +57,10 @@ class Tally:
     json_n: int = 0
     json_valid: int = 0
     json_shape: int = 0
+    page_n: int = 0
+    page_state: int = 0
+    refs_n: int = 0
+    refs_usable: int = 0
     judged: list[Verdict] = field(default_factory=list)
     judge_failed: int = 0
 
@@ -68,6 +75,12 @@ class Tally:
             self.json_n += 1
             self.json_valid += m.json_valid
             self.json_shape += bool(m.json_shape)
+        if m.page_state is not None:
+            self.page_n += 1
+            self.page_state += m.page_state
+        if m.refs_usable is not None:
+            self.refs_n += 1
+            self.refs_usable += m.refs_usable
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -78,6 +91,10 @@ class Tally:
             "json_valid": _ratio(self.json_valid, self.json_n),
             "json_shape": _ratio(self.json_shape, self.json_n),
             "json_n": self.json_n,
+            "page_state": _ratio(self.page_state, self.page_n),
+            "page_state_n": self.page_n,
+            "refs_usable": _ratio(self.refs_usable, self.refs_n),
+            "refs_usable_n": self.refs_n,
         }
         if self.judged or self.judge_failed:
             out["judge"] = {
@@ -163,6 +180,8 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
         reference = sample.reference()
         conditions = sample.extra.get("conditions")
         messages = condition_messages(conditions) if isinstance(conditions, list) else []
+        later = sample.prompt[sample.turn_idx :]
+        next_action = later[0] if later else None
         groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
         for group in groups:
             group.n += 1
@@ -170,7 +189,7 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
         for system, output in system_outputs(sample).items():
             if messages:
                 under_condition[system].add(output, reference, messages)
-            metrics = measure(output, reference)
+            metrics = measure(output, reference, next_action)
             judged = verdicts.get(system, {})
             for group in groups:
                 tally = group.systems[system]
@@ -207,6 +226,8 @@ _COLUMNS: list[tuple[str, str, str]] = [  # (header, summary key, format)
     ("exit code %", "exit_code", "pct"),
     ("JSON valid %", "json_valid", "pct"),
     ("JSON shape %", "json_shape", "pct"),
+    ("page state %", "page_state", "pct"),
+    ("refs usable %", "refs_usable", "pct"),
 ]
 
 
