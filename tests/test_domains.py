@@ -128,3 +128,36 @@ async def test_search_repeats_a_query_and_fetch_sees_the_earlier_snippet():
     assert again.content[0].text == first.content[0].text == snippet
     assert len(fake.requests) == 2  # the repeated search was replayed, not simulated
     assert "Fact 42." in fake.last_prompt and "Action: fetch" in fake.last_prompt
+
+
+def test_no_generation_budget_cuts_a_real_observation_of_its_tool():
+    """Every recorded real observation of a bundled domain's tool fits the tokens the default
+    model may write for it (the tool's max_tokens, else its domain's): a budget below it
+    would cut every long answer short (web's snapshots had 512 for up to 2,502 tokens)."""
+    from pathlib import Path
+
+    from aw_mcp.models import DEFAULT_MODEL, resolve_model
+    from aw_mcp.training.examples import ServingFormat
+    from aw_mcp.trajectories.records import load_record_dir
+
+    fmt = ServingFormat.from_gguf(resolve_model(DEFAULT_MODEL))
+    root = Path(__file__).resolve().parent.parent / "trajectories"
+    folders = [p.parent for p in root.rglob("*.jsonl")]
+    longest: dict[tuple[str, str], int] = {}
+    for folder in sorted(set(folders)):
+        for episode in load_record_dir(folder):
+            if episode.domain not in SEVEN:
+                continue
+            for record in episode.records:
+                key = (episode.domain, record.tool)
+                tokens = len(fmt.tokenize_text(record.observation, False))
+                longest[key] = max(longest.get(key, 0), tokens)
+    assert {domain for domain, _ in longest} >= {"terminal", "os", "swe", "web", "mcp"}
+    cut = []
+    for (name, tool_name), tokens in sorted(longest.items()):
+        domain = load_domain(name)
+        tool = domain.tool(tool_name)
+        budget = tool.simulation.max_tokens or domain.generation.max_tokens
+        if tokens > budget:
+            cut.append(f"{name}/{tool_name}: {tokens} real tokens > budget {budget}")
+    assert not cut, "\n".join(cut)
