@@ -344,6 +344,6 @@ def test_damage_to_a_text_answered_tool_keeps_its_text_and_structure_in_step():
     assert tool is not None and tool.output_schema is not None
     text = "line one of the file\n" * 10
     answer = ToolAnswer(text=text, structured=tool.structured_answer(text))
-    cut = damage(answer, TruncateEffect(kind="truncate"), tool.output_schema, 1, "content")
+    cut = damage(answer, TruncateEffect(kind="truncate"), tool.output_schema, 1, tool.answer_text)
     assert not cut.is_error and cut.text != text and text.startswith(cut.text[:20])
     assert cut.structured == {"content": cut.text}

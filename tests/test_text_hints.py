@@ -148,3 +148,20 @@ def test_the_bundled_mcp_world_writes_structured_content_as_its_server_does():
     tool = load_domain("mcp").tool("get-structured-content")
     answer = {"temperature": 22.5, "conditions": "Sunny", "humidity": 65}
     assert tool.answer_text(answer) == '{"temperature":22.5,"conditions":"Sunny","humidity":65}'
+
+
+def test_an_output_fault_damages_the_text_as_the_server_would_write_it():
+    from aw_mcp.answers import ToolAnswer
+    from aw_mcp.faults.output import damage
+    from aw_mcp.faults.scenario import TruncateEffect
+
+    tool = ToolSpec(
+        name="create_entities",
+        outputSchema=ENTITIES_SCHEMA,
+        simulation={"json_text": "indented", "json_text_of": "entities"},
+    )
+    many = [{"name": f"entity {i}", "entityType": "person"} for i in range(4)]
+    answer = ToolAnswer(text=json.dumps(many, indent=2), structured={"entities": many})
+    cut = damage(answer, TruncateEffect(kind="truncate"), tool.output_schema, 1, tool.answer_text)
+    assert 0 < len(cut.structured["entities"]) < len(many)  # the list was cut
+    assert cut.text == json.dumps(cut.structured["entities"], indent=2)
