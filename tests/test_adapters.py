@@ -26,11 +26,23 @@ def bundled(name: str):
 def test_each_bundled_adapter_says_how_it_was_trained():
     smol = read_adapter_info(bundled("smollm2-135m-terminal.gguf"))
     qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
+    web = read_adapter_info(bundled("qwen2.5-coder-0.5b-web.gguf"))
     assert (smol.profile, smol.domains) == ("small", ("terminal",))
     assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
+    assert (web.profile, web.domains) == ("small", ("web",))
     assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
-    assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
-    assert smol.alpha > 0 and qwen.alpha > 0
+    assert qwen.base_model == web.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
+    assert smol.alpha > 0 and qwen.alpha > 0 and web.alpha > 0
+
+
+def test_the_web_world_gets_its_own_adapter_and_a_mix_with_web_gets_none(monkeypatch):
+    """One adapter per trained domain group: web alone is served with the web adapter; web
+    beside terminal matches neither adapter's domains, so the plain model serves both."""
+    monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
+    adapters, profile = _resolve(simulator=["web"])
+    assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b-web.gguf")]
+    assert profile == "small"
+    assert _resolve(simulator=["web", "terminal"]) == ([], "default")
 
 
 def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_domain(monkeypatch):
@@ -53,7 +65,8 @@ def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_un
 
     def as_trained_on_mirrors(path):
         info = real_info(path)
-        return dataclasses.replace(info, domains=("mcp",)) if path.name.startswith("qwen") else info
+        mirrors = path.name == "qwen2.5-coder-0.5b.gguf"
+        return dataclasses.replace(info, domains=("mcp",)) if mirrors else info
 
     monkeypatch.setattr(adapters_module, "read_adapter_info", as_trained_on_mirrors)
     capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
