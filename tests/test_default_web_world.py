@@ -67,12 +67,11 @@ def test_plain_web_serve_shows_the_bundled_site_as_the_real_one_is():
     assert banner <= {name for name, _ in _LINK.findall(snapshot)}, snapshot
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured with the web adapter w1 (40 steps): the click on Books opens /books/1, "
-    "the first book, where the real link opens /books (issue 19)",
-)
 def test_a_click_on_a_served_ref_leads_where_the_real_link_leads():
     snapshot, clicked = _served_episode()
     assert "Books" in dict(_LINK.findall(snapshot)), snapshot
-    assert _URL.search(clicked).group(1) == HOME + "books", clicked
+    url = _URL.search(clicked)
+    assert url and url.group(1).startswith(HOME), clicked  # a page of the same site
+    if url.group(1) != HOME + "books":
+        # Measured with the web adapter w1 (40 steps): it opens /books/1, the first book.
+        pytest.xfail(f"the Books link opened {url.group(1)}, the real one opens /books")
