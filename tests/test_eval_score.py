@@ -266,23 +266,26 @@ def test_calls_under_a_world_condition_score_whether_they_show_it(tmp_path, caps
 def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_use(
     tmp_path, capsys
 ):
-    """A real Playwright snapshot from the committed web records, then a click on one of its
-    refs: the real answer is a well-formed page state with that ref; a tree that lost the ref,
-    repeats a ref or is no YAML list is not."""
+    """Every real Playwright snapshot in the committed web records is a well-formed page
+    state. One of them, then a click on one of its refs: the real answer is a usable page
+    state; a tree that lost the ref, repeats a ref or is no YAML list is not."""
     from pathlib import Path
 
     from aw_mcp.evaluation.metrics import page_state_well_formed, snapshot_refs
     from aw_mcp.trajectories.records import load_record_dir
 
-    web = Path(__file__).resolve().parent.parent / "trajectories" / "web" / "heldout"
-    snapshot = next(
+    web = Path(__file__).resolve().parent.parent / "trajectories" / "web"
+    real = [
         r.observation
-        for e in load_record_dir(web)
+        for folder in (web / "train", web / "heldout")
+        for e in load_record_dir(folder)
         for r in e.records
-        if r.tool == "browser_snapshot" and snapshot_refs(r.observation)
-    )
+        if snapshot_refs(r.observation)
+    ]
+    assert len(real) >= 400
+    assert all(page_state_well_formed(text) for text in real)  # every real one is well formed
+    snapshot = real[0]
     refs = snapshot_refs(snapshot)
-    assert refs and page_state_well_formed(snapshot)
     target = refs[-1]
     lost = snapshot.replace(f"[ref={target}]", "")
     doubled = snapshot.replace(f"[ref={refs[0]}]", f"[ref={target}]")

@@ -6,7 +6,8 @@
 tools with their names and schemas unchanged. The domain is named after the file stem
 (``github.json`` -> ``github``) and takes its world-model instructions, world facts and
 generation settings from the bundled ``mcp`` domain, which is written for any tool API.
-A tool may carry our own ``simulation`` block (guidance, max_tokens) to steer the model.
+A tool may carry our own ``simulation`` block (guidance, max_tokens, and the ``json_text``
+hints that ``aw-mcp generate`` learns from its records) to steer the model.
 """
 
 from __future__ import annotations

@@ -102,10 +102,10 @@ def page_state_well_formed(text: str) -> bool:
     return isinstance(tree, list) and bool(refs) and len(refs) == len(set(refs))
 
 
-def refs_usable(prediction: str, reference: str, next_action: str | None) -> bool | None:
-    """Whether the refs the next action takes from the real snapshot exist in the predicted
-    one; None where there is no snapshot or the next action names none of its refs."""
-    real = snapshot_refs(reference)
+def refs_usable(prediction: str, real: list[str] | None, next_action: str | None) -> bool | None:
+    """Whether the refs the next action takes from the real snapshot (its refs: ``real``)
+    exist in the predicted one; None where there is no snapshot or the next action names none
+    of its refs."""
     if not real or not next_action:
         return None
     named = set(_WORD.findall(next_action)) & set(real)
@@ -129,6 +129,7 @@ class SampleMetrics:
 
 def measure(prediction: str, reference: str, next_action: str | None = None) -> SampleMetrics:
     """``next_action``: the episode's next action message, for the refs a snapshot must keep."""
+    real_refs = snapshot_refs(reference)
     exit_agrees = None
     if (reference_code := exit_code(reference)) is not None:
         exit_agrees = exit_code(prediction) == reference_code
@@ -142,8 +143,8 @@ def measure(prediction: str, reference: str, next_action: str | None = None) -> 
         exit_code_agrees=exit_agrees,
         json_valid=json_valid,
         json_shape=json_shape,
-        page_state=page_state_well_formed(prediction) if snapshot_refs(reference) else None,
-        refs_usable=refs_usable(prediction, reference, next_action),
+        page_state=page_state_well_formed(prediction) if real_refs is not None else None,
+        refs_usable=refs_usable(prediction, real_refs, next_action),
     )
 
 

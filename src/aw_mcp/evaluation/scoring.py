@@ -45,6 +45,25 @@ def system_outputs(sample: BenchSample) -> dict[str, str]:
     return {"model": sample.prediction(), "empty": empty, "previous": sample.previous_reference()}
 
 
+# Metrics that apply to some samples only: summary key -> (SampleMetrics attribute, key of the
+# count of samples it applies to). JSON shape applies wherever JSON validity does.
+RATES: dict[str, tuple[str, str]] = {
+    "exit_code": ("exit_code_agrees", "exit_code_n"),
+    "json_valid": ("json_valid", "json_n"),
+    "json_shape": ("json_shape", "json_n"),
+    "page_state": ("page_state", "page_state_n"),
+    "refs_usable": ("refs_usable", "refs_usable_n"),
+}
+
+
+@dataclass
+class Rate:
+    """How many samples a metric applied to, and on how many it held."""
+
+    n: int = 0
+    hits: int = 0
+
+
 @dataclass
 class Tally:
     """Running totals of one system's metrics over a group of samples."""
@@ -52,15 +71,7 @@ class Tally:
     n: int = 0
     exact: int = 0
     similarity: float = 0.0
-    exit_n: int = 0
-    exit_agree: int = 0
-    json_n: int = 0
-    json_valid: int = 0
-    json_shape: int = 0
-    page_n: int = 0
-    page_state: int = 0
-    refs_n: int = 0
-    refs_usable: int = 0
+    rates: dict[str, Rate] = field(default_factory=lambda: {key: Rate() for key in RATES})
     judged: list[Verdict] = field(default_factory=list)
     judge_failed: int = 0
 
@@ -68,34 +79,19 @@ class Tally:
         self.n += 1
         self.exact += m.exact
         self.similarity += m.similarity
-        if m.exit_code_agrees is not None:
-            self.exit_n += 1
-            self.exit_agree += m.exit_code_agrees
-        if m.json_valid is not None:
-            self.json_n += 1
-            self.json_valid += m.json_valid
-            self.json_shape += bool(m.json_shape)
-        if m.page_state is not None:
-            self.page_n += 1
-            self.page_state += m.page_state
-        if m.refs_usable is not None:
-            self.refs_n += 1
-            self.refs_usable += m.refs_usable
+        for key, (attribute, _) in RATES.items():
+            if (value := getattr(m, attribute)) is not None:
+                self.rates[key].n += 1
+                self.rates[key].hits += value
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "exact": _ratio(self.exact, self.n),
             "similarity": _ratio(self.similarity, self.n),
-            "exit_code": _ratio(self.exit_agree, self.exit_n),
-            "exit_code_n": self.exit_n,
-            "json_valid": _ratio(self.json_valid, self.json_n),
-            "json_shape": _ratio(self.json_shape, self.json_n),
-            "json_n": self.json_n,
-            "page_state": _ratio(self.page_state, self.page_n),
-            "page_state_n": self.page_n,
-            "refs_usable": _ratio(self.refs_usable, self.refs_n),
-            "refs_usable_n": self.refs_n,
         }
+        for key, (_, n_key) in RATES.items():
+            out[key] = _ratio(self.rates[key].hits, self.rates[key].n)
+            out[n_key] = self.rates[key].n
         if self.judged or self.judge_failed:
             out["judge"] = {
                 "n": len(self.judged),
