@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
 pytest.importorskip("peft")
@@ -31,7 +32,12 @@ from aw_mcp.training.examples import (
     build_examples,
     shared_prefix_length,
 )
-from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
+from aw_mcp.training.gguf_adapter import (
+    AdapterMetadata,
+    base_architecture,
+    rotary_permute,
+    rotary_unpermute,
+)
 from aw_mcp.training.lora import load_for_training
 from aw_mcp.training.trainer import ADAPTER, CHECKPOINT, Trainer, TrainSettings, validation_loss
 from aw_mcp.trajectories.records import load_record_dir
@@ -120,6 +126,19 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     again.load_weights(out / CHECKPOINT)
     warm_loss = validation_loss(warm, examples, prefix, settings.batch_tokens)
     assert warm_loss == pytest.approx(summary["val_loss"], abs=1e-3)
+    # --init-from ADAPTER.gguf: the exported adapter (float16, q/k rows in llama.cpp's order:
+    # SmolLM2 is a llama model) reads back as the same weights, so the same loss.
+    from_gguf = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    Trainer(from_gguf, examples, examples, prefix, settings, tmp_path / "g", meta).load_weights(
+        out / ADAPTER
+    )
+    gguf_loss = validation_loss(from_gguf, examples, prefix, settings.batch_tokens)
+    assert gguf_loss == pytest.approx(summary["val_loss"], abs=5e-3), (gguf_loss, before)
+    other_alpha = settings.model_copy(update={"alpha": 8})
+    with pytest.raises(ValueError, match="--alpha 16"):
+        Trainer(
+            from_gguf, examples, examples, prefix, other_alpha, tmp_path / "y", meta
+        ).load_weights(out / ADAPTER)
     # --resume: the same run's weights, optimizer and step; another seed is refused.
     resumed = Trainer(warm, examples, examples, prefix, settings, out, meta)
     resumed.load_checkpoint()
@@ -146,6 +165,13 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     plain, adapted = pwd_answers(context, adapter, max_tokens=24)
     assert adapted != plain
     assert adapted.startswith("/home/user/project"), adapted  # what the real records taught
+
+
+def test_reading_an_adapter_undoes_the_rotary_row_order_it_was_written_in():
+    rows = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2 * 3 * 4, 5)  # 3 heads of 8
+    permuted = rotary_permute(rows, 3)
+    assert not np.array_equal(permuted, rows)
+    assert np.array_equal(rotary_unpermute(permuted, 3), rows)
 
 
 def pwd_answers(context: DomainContext, adapter: Path, max_tokens: int, **engine_options):

@@ -78,9 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--init-from",
         type=Path,
-        metavar="CHECKPOINT.pt",
-        help="start from another run's LoRA weights (fresh optimizer and schedule), e.g. to "
-        "continue a trained adapter on new episodes; ignored with --resume",
+        metavar="CHECKPOINT.pt|ADAPTER.gguf",
+        help="start from another run's LoRA weights (fresh optimizer and schedule): its "
+        "checkpoint, or a GGUF adapter such as a bundled one, e.g. to continue a trained "
+        "adapter on new episodes; ignored with --resume",
     )
     # The training hyper-parameters are TrainSettings' fields, one flag each.
     for name, field in TrainSettings.model_fields.items():

@@ -1,4 +1,5 @@
-"""Write trained LoRA weights as a GGUF adapter that llama.cpp loads on the base GGUF.
+"""Write trained LoRA weights as a GGUF adapter that llama.cpp loads on the base GGUF, and
+read such an adapter back (to continue training a shipped adapter).
 
 Layout (what llama.cpp's ``llama_adapter_lora_init`` checks): for a base tensor ``W`` of
 numpy shape (out, in) named ``blk.N.attn_q.weight``, two tensors ``...weight.lora_a`` of shape
@@ -69,15 +70,88 @@ def rotary_permute(rows: np.ndarray, n_head: int) -> np.ndarray:
     )
 
 
+def rotary_unpermute(rows: np.ndarray, n_head: int) -> np.ndarray:
+    """The inverse of ``rotary_permute``: llama.cpp's row order back to transformers'."""
+    out = rows.shape[0]
+    return (
+        rows.reshape(n_head, out // n_head // 2, 2, *rows.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(rows.shape)
+    )
+
+
+def _tensor_names(architecture: str, n_layers: int):  # -> gguf.TensorNameMap
+    import gguf
+
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}.get(architecture)
+    if arch is None:
+        raise ValueError(f"gguf does not know the model architecture {architecture!r}")
+    return gguf.get_tensor_name_map(arch, n_layers)
+
+
+@dataclass
+class ReadAdapter:
+    """A GGUF LoRA adapter read back: its scale, architecture and weights by HF module."""
+
+    alpha: float
+    architecture: str
+    base_model: str | None  # aw-mcp's record of the base GGUF's file name, if written
+    weights: dict[str, LoraWeights]
+
+
+def read_gguf_adapter(
+    path: Path, modules: list[str], n_layers: int, n_head: int, n_kv_head: int
+) -> ReadAdapter:
+    """The (A, B) pairs of ``modules`` (HF module names) in the adapter at ``path``, in
+    transformers' layout (the q/k permutation of ``write_gguf_adapter`` undone).
+
+    Every module must be in the file and nothing else: an adapter of another LoRA setup
+    (other target modules, another model) is refused, naming what differs."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(path)
+
+    def field(key: str) -> str | float | None:
+        found = reader.fields.get(key)
+        return None if found is None else found.contents()
+
+    if field("general.type") != "adapter" or field("adapter.type") != "lora":
+        raise ValueError(f"{path} is not a GGUF LoRA adapter (general.type / adapter.type)")
+    architecture = str(field("general.architecture"))
+    alpha = field("adapter.lora.alpha")
+    if alpha is None:
+        raise ValueError(f"{path} has no adapter.lora.alpha")
+    names = _tensor_names(architecture, n_layers)
+    tensors = {t.name: t for t in reader.tensors}
+    permuted = architecture in ROTARY_PERMUTED
+    weights: dict[str, LoraWeights] = {}
+    for module in modules:
+        base = names.get_name(module + ".weight", try_suffixes=(".weight",))
+        pair = [tensors.get(f"{base}.lora_{x}") for x in "ab"]
+        if base is None or None in pair:
+            raise ValueError(f"{path} has no LoRA weights for {module}")
+        # GGUF stores shapes innermost-first; .data is already numpy's (rows, columns).
+        a, b = (np.array(t.data, dtype=np.float32) for t in pair if t is not None)
+        if permuted and module.endswith("q_proj"):
+            b = rotary_unpermute(b, n_head)
+        elif permuted and module.endswith("k_proj"):
+            b = rotary_unpermute(b, n_kv_head)
+        weights[module] = LoraWeights(module, a, b)
+        tensors.pop(f"{base}.lora_a"), tensors.pop(f"{base}.lora_b")
+    if tensors:
+        raise ValueError(f"{path} adapts tensors this LoRA setup does not: {sorted(tensors)[:3]}")
+    base_model = field(BASE_MODEL_KEY)
+    return ReadAdapter(
+        float(alpha), architecture, None if base_model is None else str(base_model), weights
+    )
+
+
 def write_gguf_adapter(
     path: Path, weights: list[LoraWeights], meta: AdapterMetadata, dtype=np.float16
 ) -> Path:
     import gguf
 
-    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}.get(meta.architecture)
-    if arch is None:
-        raise ValueError(f"gguf does not know the model architecture {meta.architecture!r}")
-    names = gguf.get_tensor_name_map(arch, meta.n_layers)
+    names = _tensor_names(meta.architecture, meta.n_layers)
     writer = gguf.GGUFWriter(path, arch=meta.architecture)
     permuted = meta.architecture in ROTARY_PERMUTED
     writer.add_string("general.type", "adapter")

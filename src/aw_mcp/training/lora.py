@@ -112,3 +112,30 @@ def lora_weights(loaded: LoadedModel) -> list[LoraWeights]:
             LoraWeights(module, a.detach().float().cpu().numpy(), b.detach().float().cpu().numpy())
         )
     return found
+
+
+def lora_modules(loaded: LoadedModel) -> list[str]:
+    """The base model's module names that carry LoRA weights (model.layers.0.self_attn.q_proj)."""
+    return [
+        name.split(".lora_A.")[0].removeprefix("base_model.model.")
+        for name, p in loaded.model.named_parameters()
+        if p.requires_grad and ".lora_A." in name
+    ]
+
+
+def load_lora_weights(loaded: LoadedModel, weights: dict[str, LoraWeights]) -> None:
+    """Set every adapted projection's (A, B) from ``weights`` (by module name, as
+    ``lora_weights`` gives them); shapes must match this LoRA setup."""
+    import torch
+
+    params = dict(loaded.model.named_parameters())
+    for module in lora_modules(loaded):
+        w = weights[module]
+        for part, value in (("lora_A", w.a), ("lora_B", w.b)):
+            param = params[f"base_model.model.{module}.{part}.default.weight"]
+            if tuple(param.shape) != value.shape:
+                raise ValueError(
+                    f"{module}.{part} is {tuple(value.shape)} in the adapter, "
+                    f"{tuple(param.shape)} in this LoRA setup (another --rank?)"
+                )
+            param.data.copy_(torch.from_numpy(value).to(param.device, param.dtype))

@@ -26,10 +26,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aw_mcp.training.examples import TrainingExample
-from aw_mcp.training.gguf_adapter import AdapterMetadata, write_gguf_adapter
+from aw_mcp.training.gguf_adapter import AdapterMetadata, read_gguf_adapter, write_gguf_adapter
 from aw_mcp.training.lora import (
     LoadedModel,
     load_lora_state,
+    load_lora_weights,
+    lora_modules,
     lora_state,
     lora_weights,
 )
@@ -284,10 +286,41 @@ class Trainer:
         tmp.replace(self.out_dir / CHECKPOINT)
         write_gguf_adapter(self.out_dir / ADAPTER, lora_weights(self.loaded), self.adapter_meta)
 
-    def load_weights(self, checkpoint: Path) -> None:
-        """Start from the LoRA weights of another run's checkpoint (not its optimizer or step)."""
-        state = self._read_checkpoint(checkpoint, "--init-from", ("rank", "alpha"))
-        log.info("starting from the LoRA weights of %s (its step %d)", checkpoint, state["step"])
+    def load_weights(self, source: Path) -> None:
+        """Start from the LoRA weights of another run's checkpoint (not its optimizer or step),
+        or of a GGUF adapter (a shipped one, say: its weights as written, in float16)."""
+        if source.suffix == ".gguf":
+            self._read_adapter(source)
+            log.info("starting from the LoRA weights of the adapter %s", source)
+            return
+        state = self._read_checkpoint(source, "--init-from", ("rank", "alpha"))
+        log.info("starting from the LoRA weights of %s (its step %d)", source, state["step"])
+
+    def _read_adapter(self, path: Path) -> None:
+        if not path.is_file():
+            raise FileNotFoundError(f"--init-from: no adapter at {path}")
+        meta = self.adapter_meta
+        found = read_gguf_adapter(
+            path, lora_modules(self.loaded), meta.n_layers, meta.n_head, meta.n_kv_head
+        )
+        if found.architecture != meta.architecture:
+            raise ValueError(
+                f"--init-from {path} adapts a {found.architecture} model; "
+                f"this run trains a {meta.architecture} one"
+            )
+        if found.alpha != self.settings.alpha:
+            raise ValueError(
+                f"--init-from {path} was trained with --alpha {found.alpha:g}; "
+                f"this run has --alpha {self.settings.alpha:g}"
+            )
+        if found.base_model not in (None, meta.base_model):
+            log.warning(
+                "--init-from %s was trained on %s; this run's base is %s",
+                path,
+                found.base_model,
+                meta.base_model,
+            )
+        load_lora_weights(self.loaded, found.weights)
 
     def load_checkpoint(self) -> None:
         import torch
