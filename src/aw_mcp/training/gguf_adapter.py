@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from aw_mcp.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY
+from aw_mcp.adapters import (
+    BASE_MODEL_KEY,
+    DOMAINS_KEY,
+    PROFILE_KEY,
+    AdapterInfo,
+    read_adapter_info,
+)
 
 
 @dataclass
@@ -91,11 +97,10 @@ def _tensor_names(architecture: str, n_layers: int):  # -> gguf.TensorNameMap
 
 @dataclass
 class ReadAdapter:
-    """A GGUF LoRA adapter read back: its scale, architecture and weights by HF module."""
+    """A GGUF LoRA adapter read back: its metadata, architecture and weights by HF module."""
 
-    alpha: float
+    info: AdapterInfo
     architecture: str
-    base_model: str | None  # aw-mcp's record of the base GGUF's file name, if written
     weights: dict[str, LoraWeights]
 
 
@@ -109,41 +114,28 @@ def read_gguf_adapter(
     (other target modules, another model) is refused, naming what differs."""
     from gguf import GGUFReader
 
-    reader = GGUFReader(path)
-
-    def field(key: str) -> str | float | None:
-        found = reader.fields.get(key)
-        return None if found is None else found.contents()
-
-    if field("general.type") != "adapter" or field("adapter.type") != "lora":
-        raise ValueError(f"{path} is not a GGUF LoRA adapter (general.type / adapter.type)")
-    architecture = str(field("general.architecture"))
-    alpha = field("adapter.lora.alpha")
-    if alpha is None:
-        raise ValueError(f"{path} has no adapter.lora.alpha")
+    info = read_adapter_info(path)  # refuses a missing file or one that is no LoRA adapter
+    architecture = base_architecture(path)
     names = _tensor_names(architecture, n_layers)
-    tensors = {t.name: t for t in reader.tensors}
+    tensors = {t.name: t for t in GGUFReader(path).tensors}
     permuted = architecture in ROTARY_PERMUTED
     weights: dict[str, LoraWeights] = {}
     for module in modules:
         base = names.get_name(module + ".weight", try_suffixes=(".weight",))
-        pair = [tensors.get(f"{base}.lora_{x}") for x in "ab"]
-        if base is None or None in pair:
+        a = tensors.pop(f"{base}.lora_a", None)
+        b = tensors.pop(f"{base}.lora_b", None)
+        if base is None or a is None or b is None:
             raise ValueError(f"{path} has no LoRA weights for {module}")
         # GGUF stores shapes innermost-first; .data is already numpy's (rows, columns).
-        a, b = (np.array(t.data, dtype=np.float32) for t in pair if t is not None)
+        rows_b = np.array(b.data, dtype=np.float32)
         if permuted and module.endswith("q_proj"):
-            b = rotary_unpermute(b, n_head)
+            rows_b = rotary_unpermute(rows_b, n_head)
         elif permuted and module.endswith("k_proj"):
-            b = rotary_unpermute(b, n_kv_head)
-        weights[module] = LoraWeights(module, a, b)
-        tensors.pop(f"{base}.lora_a"), tensors.pop(f"{base}.lora_b")
+            rows_b = rotary_unpermute(rows_b, n_kv_head)
+        weights[module] = LoraWeights(module, np.array(a.data, dtype=np.float32), rows_b)
     if tensors:
         raise ValueError(f"{path} adapts tensors this LoRA setup does not: {sorted(tensors)[:3]}")
-    base_model = field(BASE_MODEL_KEY)
-    return ReadAdapter(
-        float(alpha), architecture, None if base_model is None else str(base_model), weights
-    )
+    return ReadAdapter(info, architecture, weights)
 
 
 def write_gguf_adapter(

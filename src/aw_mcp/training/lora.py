@@ -99,28 +99,31 @@ def load_lora_state(loaded: LoadedModel, state: dict[str, Any]) -> None:
         params[name].data.copy_(tensor.to(params[name].device, params[name].dtype))
 
 
+def _lora_pairs(loaded: LoadedModel) -> dict[str, tuple[Any, Any]]:
+    """Every adapted projection's (A, B) parameters, keyed by the base model's module name
+    (peft's ``base_model.model.<module>.lora_A.<adapter>.weight`` -> ``<module>``)."""
+    params = {n: p for n, p in loaded.model.named_parameters() if p.requires_grad}
+    return {
+        name.split(".lora_A.")[0].removeprefix("base_model.model."): (
+            a,
+            params[name.replace(".lora_A.", ".lora_B.")],
+        )
+        for name, a in params.items()
+        if ".lora_A." in name
+    }
+
+
 def lora_weights(loaded: LoadedModel) -> list[LoraWeights]:
     """(A, B) of every adapted projection, keyed by the base model's module name."""
-    params = {n: p for n, p in loaded.model.named_parameters() if p.requires_grad}
-    found = []
-    for name, a in params.items():
-        if ".lora_A." not in name:
-            continue
-        b = params[name.replace(".lora_A.", ".lora_B.")]
-        module = name.split(".lora_A.")[0].removeprefix("base_model.model.")
-        found.append(
-            LoraWeights(module, a.detach().float().cpu().numpy(), b.detach().float().cpu().numpy())
-        )
-    return found
+    return [
+        LoraWeights(module, a.detach().float().cpu().numpy(), b.detach().float().cpu().numpy())
+        for module, (a, b) in _lora_pairs(loaded).items()
+    ]
 
 
 def lora_modules(loaded: LoadedModel) -> list[str]:
     """The base model's module names that carry LoRA weights (model.layers.0.self_attn.q_proj)."""
-    return [
-        name.split(".lora_A.")[0].removeprefix("base_model.model.")
-        for name, p in loaded.model.named_parameters()
-        if p.requires_grad and ".lora_A." in name
-    ]
+    return list(_lora_pairs(loaded))
 
 
 def load_lora_weights(loaded: LoadedModel, weights: dict[str, LoraWeights]) -> None:
@@ -128,14 +131,12 @@ def load_lora_weights(loaded: LoadedModel, weights: dict[str, LoraWeights]) -> N
     ``lora_weights`` gives them); shapes must match this LoRA setup."""
     import torch
 
-    params = dict(loaded.model.named_parameters())
-    for module in lora_modules(loaded):
+    for module, params in _lora_pairs(loaded).items():
         w = weights[module]
-        for part, value in (("lora_A", w.a), ("lora_B", w.b)):
-            param = params[f"base_model.model.{module}.{part}.default.weight"]
+        for param, value, part in zip(params, (w.a, w.b), ("A", "B"), strict=True):
             if tuple(param.shape) != value.shape:
                 raise ValueError(
-                    f"{module}.{part} is {tuple(value.shape)} in the adapter, "
+                    f"{module} LoRA {part} is {tuple(value.shape)} in the adapter, "
                     f"{tuple(param.shape)} in this LoRA setup (another --rank?)"
                 )
             param.data.copy_(torch.from_numpy(value).to(param.device, param.dtype))

@@ -297,8 +297,6 @@ class Trainer:
         log.info("starting from the LoRA weights of %s (its step %d)", source, state["step"])
 
     def _read_adapter(self, path: Path) -> None:
-        if not path.is_file():
-            raise FileNotFoundError(f"--init-from: no adapter at {path}")
         meta = self.adapter_meta
         found = read_gguf_adapter(
             path, lora_modules(self.loaded), meta.n_layers, meta.n_head, meta.n_kv_head
@@ -308,16 +306,16 @@ class Trainer:
                 f"--init-from {path} adapts a {found.architecture} model; "
                 f"this run trains a {meta.architecture} one"
             )
-        if found.alpha != self.settings.alpha:
+        if found.info.alpha != self.settings.alpha:
             raise ValueError(
-                f"--init-from {path} was trained with --alpha {found.alpha:g}; "
+                f"--init-from {path} was trained with --alpha {found.info.alpha:g}; "
                 f"this run has --alpha {self.settings.alpha:g}"
             )
-        if found.base_model not in (None, meta.base_model):
+        if found.info.base_model not in (None, meta.base_model):
             log.warning(
                 "--init-from %s was trained on %s; this run's base is %s",
                 path,
-                found.base_model,
+                found.info.base_model,
                 meta.base_model,
             )
         load_lora_weights(self.loaded, found.weights)
