@@ -3,6 +3,7 @@ observations of later steps depend on what earlier steps did."""
 
 from __future__ import annotations
 
+import random
 import re
 import shlex
 import time
@@ -22,6 +23,7 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import (
+    EXPLORE,
     HELDOUT_FAMILIES,
     TEMPLATES,
     episode_script,
@@ -52,6 +54,47 @@ def test_heldout_families_never_appear_in_training_scripts():
     assert held == {"tr_text", "cut_fields", "find_tree", "git_merge", "heredoc_report"}
     assert held.isdisjoint(t.name for t in templates_for("train"))
     assert len(templates_for("train")) + len(held) == len(TEMPLATES)
+
+
+def test_no_training_template_ever_draws_a_heldout_family():
+    family_use = re.compile(r"(^|[|;&({]|\$\(|&&)\s*(" + "|".join(HELDOUT_FAMILIES) + r")\b")
+    for template in [*templates_for("train"), EXPLORE]:
+        for draw in range(40):
+            for command in template.build(random.Random(f"{template.name}:{draw}")):
+                assert not family_use.search(command), (template.name, command)
+
+
+def test_only_named_templates_are_drawn_in_turn_and_a_wrong_name_lists_the_choices():
+    only = ["missing_paths", "explore_world"]
+    names = [episode_script("train", 3, n, varied=True, only=only)[0].name for n in range(4)]
+    assert names == only * 2
+    # the same (split, seed, episode, only), the same commands
+    assert episode_script("train", 3, 1, True, only) == episode_script("train", 3, 1, True, only)
+    with pytest.raises(ValueError, match=r"no train template cut_fields .*missing_paths"):
+        episode_script("train", 3, 0, varied=True, only=["cut_fields"])
+    with pytest.raises(ValueError, match="no train template explore_world"):  # varied only
+        episode_script("train", 3, 0, varied=False, only=["explore_world"])
+
+
+def test_templates_and_a_world_fault_are_refused_together(tmp_path: Path):
+    with pytest.raises(ValueError, match="world-fault"):
+        generate_terminal(
+            tmp_path, 1, 1, world_fault_name="sandbox-read-only", templates=["errors"]
+        )
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+@needs_sandbox
+def test_missing_paths_episodes_record_each_tools_own_exit_status(tmp_path: Path):
+    generate_terminal(tmp_path, seed=2, episodes=4, worlds="varied", templates=["missing_paths"])
+    codes: dict[str, set[int]] = {}
+    for episode in load_record_dir(tmp_path):
+        for record in episode.records:
+            code = int(re.findall(r"\[exit code: (\d+)\]$", record.observation)[0])
+            codes.setdefault(shlex.split(record.arguments["command"])[0], set()).add(code)
+    failing = {tool: c for tool, c in codes.items() if c - {0}}
+    # not one status for every missing path: several tools, several statuses
+    assert len(failing) >= 4 and len(set().union(*failing.values()) - {0}) >= 2, failing
 
 
 def test_observation_ends_with_the_exit_code_line():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +40,12 @@ from aw_mcp.trajectories.sandbox import (
     BashSandbox,
     observation_text,
 )
-from aw_mcp.trajectories.terminal_scripts import Split, episode_script, world_fault_script
+from aw_mcp.trajectories.terminal_scripts import (
+    Split,
+    episode_script,
+    named_templates,
+    world_fault_script,
+)
 from aw_mcp.trajectories.world_faults import WorldFault, world_fault
 from aw_mcp.trajectories.world_file import (
     recorded_date_fact,
@@ -80,15 +86,17 @@ def run_episode(
     command_timeout: float = 10.0,
     fault: WorldFault | None = None,
     world: SandboxWorld = LEGACY_WORLD,
+    templates: Sequence[str] = (),
 ) -> CallRecord | None:
     """Run one scripted episode in a fresh sandbox and write its records; returns the last.
     With ``fault``, the condition is made true before call ``fault.at`` and every call from
     then on carries its text, as the fault layer would write it into the prompt. ``world``:
-    the machine the sandbox is built as."""
+    the machine the sandbox is built as; ``templates``: draw only these script templates."""
     if fault:
         template, commands = world_fault_script(split, seed, number, fault.at)
     else:
-        template, commands = episode_script(split, seed, number, world is not LEGACY_WORLD)
+        varied = world is not LEGACY_WORLD
+        template, commands = episode_script(split, seed, number, varied, templates)
     eid = episode_id(split, seed, number, fault)
     last = None
     disk = fault.real.disk_bytes if fault else None
@@ -234,12 +242,18 @@ def generate_terminal(
     quiet: bool = True,
     world_fault_name: str | None = None,
     worlds: WorldMode = "fixed",
+    templates: Sequence[str] = (),
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
     Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
     a world-fault scenario the sandbox makes real (``world_faults.REAL_CONDITIONS``).
     ``worlds="varied"``: every episode runs in a world of its own (``worlds.py``), written to
-    ``out/worlds/<episode>.yaml``."""
+    ``out/worlds/<episode>.yaml``. ``templates``: only these script templates, in turn (not
+    with a world fault, whose episodes have their own script)."""
+    if templates and world_fault_name:
+        raise ValueError("--templates does not apply to world-fault episodes")
+    if templates:  # a wrong name fails here, before any sandbox starts
+        named_templates(split, worlds == "varied", templates)
     fault = world_fault(world_fault_name) if world_fault_name else None
     sink = RecordSink(out)
     seen = probe_sandbox() if worlds == "varied" else {}
@@ -249,7 +263,7 @@ def generate_terminal(
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
         world = episode_world(split, seed, number) if worlds == "varied" else LEGACY_WORLD
-        run_episode(split, seed, number, sink, command_timeout, fault, world)
+        run_episode(split, seed, number, sink, command_timeout, fault, world, templates)
         if worlds == "varied":
             date = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
             write_episode_world(out, eid, episode_world_spec(world, seen, date))

@@ -19,7 +19,7 @@ The held-out split is fixed here, by rule, never by sampling:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -482,6 +482,64 @@ def errors(rng: random.Random) -> list[str]:
         if len(cmds) >= want:
             break
         cmds += group
+    return [*cmds[: MAX_COMMANDS - 1], "ls"]
+
+
+def missing_paths(rng: random.Random) -> list[str]:
+    """Many tools on paths that are not there (and a few on one that is): each tool's own
+    message and exit status. Most exit 1, ``ls``, ``grep``, ``sort`` and ``diff`` 2, a missing
+    script 127 or 2, ``git -C`` 128; ``realpath`` and ``grep -s`` differ again. Without these
+    the model learns one tool's status (``ls``'s 2) for every missing file."""
+    word, real = rng.choice(WORDS), fname(rng, "txt")
+    missing = f"{rng.choice(STEMS)}-missing.{rng.choice(['txt', 'csv', 'log', 'md', 'json'])}"
+    gone_dir = f"{rng.choice(DIRS)}-missing"
+    script = f"{rng.choice(STEMS)}-missing"
+    on_missing = [
+        f"cat {missing}",
+        f"head -n {rng.randint(1, 5)} {missing}",
+        f"tail -n {rng.randint(1, 5)} {missing}",
+        f"wc -l {missing}",
+        f"sort {missing}",
+        f"uniq {missing}",
+        f"grep {word} {missing}",
+        f"grep -s {word} {missing}",
+        f"ls {missing}",
+        f"ls -l {gone_dir}/",
+        f"cp {missing} copy.txt",
+        f"mv {missing} moved.txt",
+        f"rm {missing}",
+        f"chmod 644 {missing}",
+        f"stat {missing}",
+        f"du -sh {gone_dir}",
+        f"diff {real} {missing}",
+        f"sed -n 1p {missing}",
+        f"awk '{{print $1}}' {missing}",
+        f"touch {gone_dir}/{real}",
+        f"mkdir {gone_dir}/sub",
+        f"rmdir {gone_dir}",
+        f"cd {gone_dir}",
+        f"python3 {script}.py",
+        f"bash {script}.sh",
+        f"./{script}.sh",
+        f"source {script}.sh",
+        f"nl {missing}",
+        f"tac {missing}",
+        f"md5sum {missing}",
+        f"paste {real} {missing}",
+        f"cat {real} {missing}",
+        f"wc -c {real} {missing}",
+        f"realpath {missing}",
+        f"readlink -e {missing}",
+        f"test -e {missing}; echo $?",
+        f"[ -f {missing} ] || echo absent",
+        f"git -C {gone_dir} status",
+        f"tar -tf {script}.tar",
+        f"ln -s {missing} link.txt && cat link.txt",
+    ]
+    on_present = [f"cat {real}", f"wc -l {real}", f"head -n 1 {real}", f"ls -l {real}"]
+    cmds = [f"echo {q(word)} > {real}"]
+    cmds += rng.sample(on_missing, rng.randint(MIN_COMMANDS, MAX_COMMANDS - 3))
+    cmds.insert(rng.randint(2, len(cmds)), rng.choice(on_present))
     return [*cmds[: MAX_COMMANDS - 1], "ls"]
 
 
@@ -1036,7 +1094,8 @@ def explore_world(rng: random.Random) -> list[str]:
     rest = rng.sample(
         [
             "cat README.md",
-            "head -n 3 README.md",
+            f"head -n {rng.randint(1, 4)} README.md",
+            f"tail -n {rng.randint(1, 3)} README.md",
             "cat requirements.txt",
             "cat package.json",
             "ls -1 | wc -l",
@@ -1051,12 +1110,15 @@ def explore_world(rng: random.Random) -> list[str]:
             "git --version",
             "uname -s",
             "cd .. && pwd",
+            "cd ..",
+            f"rm {rng.choice(['requirements.txt', 'README.md', 'main.py', 'package.json'])} && ls",
             "ls ~",
             "ls tests",
             "cat main.py",
             f"cat {f}",
             f"echo $(({a} * {b}))",
             f"mkdir {d} && cd {d} && touch {f} && ls",
+            f"mkdir {d} && ls",
             f"echo {q(rng.choice(WORDS))} > {f} && cat {f}",
         ],
         rng.randint(5, 8),
@@ -1094,6 +1156,7 @@ TEMPLATES: list[Template] = [
     _t(git_basic, "git"),
     _t(git_branch, "git"),
     _t(errors, "errors", "chmod", "files"),
+    _t(missing_paths, "errors", "files", "head-tail", "wc", "sort-uniq", "grep", "sed", "awk"),
     _t(pipes, "pipes", "seq", "grep", "wc"),
     _t(loops, "loops", "files"),
     _t(shell_script, "scripts", "chmod"),
@@ -1175,14 +1238,35 @@ EXPLORE = _t(explore_world, "files", "git", "environment")
 EXPLORE_EVERY = 5
 
 
+def named_templates(split: Split, varied: bool, names: Sequence[str]) -> list[Template]:
+    """The split's templates called ``names``, in that order (``explore_world`` is one of
+    them for varied training worlds); an unknown or other-split name is a ValueError that
+    lists the names there are."""
+    pool = templates_for(split) + ([EXPLORE] if varied and split == "train" else [])
+    by_name = {t.name: t for t in pool}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(
+            f"no {split} template {', '.join(unknown)} (the {split} templates"
+            f"{' of varied worlds' if varied else ''}: {', '.join(sorted(by_name))})"
+        )
+    return [by_name[n] for n in names]
+
+
 def episode_script(
-    split: Split, seed: int, episode: int, varied: bool = False
+    split: Split, seed: int, episode: int, varied: bool = False, only: Sequence[str] = ()
 ) -> tuple[Template, list[str]]:
-    """The template and commands of one episode: the same (split, seed, episode), the same
-    commands, whatever else is generated."""
+    """The template and commands of one episode: the same (split, seed, episode, only), the
+    same commands, whatever else is generated. ``only``: draw from these templates alone, in
+    turn (more episodes of a few kinds without generating all the others)."""
     rng = random.Random(f"terminal:{split}:{seed}:{episode}")
-    explore = varied and split == "train" and episode % EXPLORE_EVERY == 0
-    template = EXPLORE if explore else template_of(split, episode)
+    if only:
+        chosen = named_templates(split, varied, only)
+        template = chosen[episode % len(chosen)]
+    elif varied and split == "train" and episode % EXPLORE_EVERY == 0:
+        template = EXPLORE
+    else:
+        template = template_of(split, episode)
     commands = template.build(rng)[:MAX_COMMANDS]
     if len(commands) < MIN_COMMANDS:  # a template bug, not a case to paper over
         raise AssertionError(f"template {template.name} gave {len(commands)} commands")

@@ -44,6 +44,14 @@ class TerminalSource:
             "history; a quarter in the bundled Terminal world's), written to "
             "OUT/worlds/EPISODE.yaml",
         )
+        parser.add_argument(
+            "--templates",
+            type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+            default=[],
+            metavar="NAME[,NAME...]",
+            help="draw only these script templates of the split, in turn (for more episodes "
+            "of a few kinds; a wrong name lists the split's templates)",
+        )
         add_quiet_flag(parser)
 
     def generate(self, args: argparse.Namespace) -> list[Path]:
@@ -60,6 +68,7 @@ class TerminalSource:
             args.quiet,
             args.world_fault,
             args.worlds,
+            args.templates,
         )
 
 
