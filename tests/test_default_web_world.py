@@ -73,5 +73,5 @@ def test_a_click_on_a_served_ref_leads_where_the_real_link_leads():
     url = _URL.search(clicked)
     assert url and url.group(1).startswith(HOME), clicked  # a page of the same site
     if url.group(1) != HOME + "books":
-        # Measured with the web adapter w1 (40 steps): it opens /books/1, the first book.
+        # Measured with the web adapters w1 and w2: they open /books/1, the first book.
         pytest.xfail(f"the Books link opened {url.group(1)}, the real one opens /books")
