@@ -487,9 +487,11 @@ def errors(rng: random.Random) -> list[str]:
 
 def missing_paths(rng: random.Random) -> list[str]:
     """Many tools on paths that are not there (and a few on one that is): each tool's own
-    message and exit status. Most exit 1, ``ls``, ``grep``, ``sort`` and ``diff`` 2, a missing
-    script 127 or 2, ``git -C`` 128; ``realpath`` and ``grep -s`` differ again. Without these
-    the model learns one tool's status (``ls``'s 2) for every missing file."""
+    message and exit status. Most exit 1; ``ls``, ``grep``, ``sort``, ``diff``, ``awk`` and
+    ``tar`` 2; a missing script 127 under ``bash`` or ``./``, 2 under ``python3``, 1 under
+    ``source``; ``git -C`` 128; ``grep -s`` exits 2 saying nothing, ``realpath`` prints the path
+    and exits 0. Without these the model learns one tool's status (``ls``'s 2) for every
+    missing file."""
     word, real = rng.choice(WORDS), fname(rng, "txt")
     missing = f"{rng.choice(STEMS)}-missing.{rng.choice(['txt', 'csv', 'log', 'md', 'json'])}"
     gone_dir = f"{rng.choice(DIRS)}-missing"
