@@ -15,7 +15,9 @@ import jsonschema
 from mcp_types import Prompt, Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aw_mcp.engines.loop_guard import LoopGuardSettings
 from aw_mcp.json_schemas import validator_class
+from aw_mcp.text_grammars import TextGrammar
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
 
@@ -154,6 +156,13 @@ class ToolSimulation(BaseModel):
         default=None, description="What a real observation of this tool looks like."
     )
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    answer_grammar: TextGrammar | None = Field(
+        default=None,
+        description="For a tool answered in text: the form of its answers, kept to while "
+        "decoding (aw_mcp/text_grammars.py), so that a small model cannot break it (a page "
+        "snapshot's YAML). Not applied while a world condition is active, whose answers "
+        "may take another form (an error).",
+    )
     text_field: str | None = Field(
         default=None,
         description="For a tool whose real server sends its structured answer's one string "
@@ -263,6 +272,15 @@ class ToolSpec(BaseModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _grammar_for_text_answers(self) -> ToolSpec:
+        if self.simulation.answer_grammar is not None and self.model_output_schema is not None:
+            raise ValueError(
+                "simulation.answer_grammar is for a tool answered in text; this one's answer "
+                "is JSON of its outputSchema, which constrains it already"
+            )
+        return self
+
     @property
     def model_output_schema(self) -> dict[str, Any] | None:
         """The schema the world model's answer must meet: the outputSchema; none for a tool
@@ -352,6 +370,11 @@ class GenerationDefaults(BaseModel):
     max_tokens: int = Field(default=256, ge=1, le=32768)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     stop: list[str] = Field(default_factory=list)
+    loop_guard: LoopGuardSettings | None = Field(
+        default=None,
+        description="A loop-guard rule of this domain's, checked beside the default one "
+        "(engines/loop_guard.py).",
+    )
 
 
 class DomainSpec(BaseModel):

@@ -14,7 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from aw_mcp.engines.loop_guard import LoopGuardSettings
+from aw_mcp.text_grammars import TextGrammar
 
 if TYPE_CHECKING:
     from aw_mcp.engines.counters import EngineCounters
@@ -43,9 +46,21 @@ class GenerationRequest(BaseModel):
     json_schema: dict[str, Any] | None = Field(
         default=None, description="Constrain the output to JSON valid against this schema."
     )
+    grammar: TextGrammar | None = Field(
+        default=None, description="Constrain the output to text of this grammar."
+    )
+    loop_guard: LoopGuardSettings | None = Field(
+        default=None, description="A loop-guard rule beside the default one (a domain's)."
+    )
     cache_key: str | None = Field(
         default=None, description="Whose KV state this continues (one per episode)."
     )
+
+    @model_validator(mode="after")
+    def _one_constraint(self) -> GenerationRequest:
+        if self.json_schema is not None and self.grammar is not None:
+            raise ValueError("a request is constrained by a json_schema or a grammar, not both")
+        return self
 
 
 class GenerationStats(BaseModel):

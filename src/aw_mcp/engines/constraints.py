@@ -44,6 +44,7 @@ import numpy as np
 
 from aw_mcp.engines.json_grammar import GrammarError, bounded_view, json_schema_grammar
 from aw_mcp.engines.sampling import TokenSampler
+from aw_mcp.text_grammars import TextGrammar, compile_lark
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ ConstraintKind = Literal["llguidance", "gbnf", "off"]
 
 class TokenConstraint(Protocol):
     closing_reserve: int  # tokens the shortest completion of the document may need
+    closing_chars: str  # what tokens that bring the document nearer its end are made of
+    closing_ranked: bool  # closing_chars in order of preference (else: the likeliest token)
 
     def is_allowed(self, token: int) -> bool:
         """Would ``token`` be accepted now? (Does not advance.)"""
@@ -81,21 +84,25 @@ def llguidance_available() -> bool:
     return True
 
 
-class LlguidanceConstraint:
-    """llguidance's matcher over the bounded view of a JSON schema."""
+class _LlguidanceMatcher:
+    """llguidance's matcher over one compiled grammar."""
 
-    def __init__(self, tokenizer: Any, schema: dict[str, Any], max_tokens: int):
+    def __init__(
+        self,
+        tokenizer: Any,
+        grammar: str,
+        closing_reserve: int,
+        closing_chars: str,
+        closing_ranked: bool,
+    ):
         import llguidance
 
-        view, self.closing_reserve = bounded_view(schema, max_tokens)
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(
-            json.dumps(view),
-            # No free whitespace: a model looping on spaces would never finish otherwise.
-            overrides={"whitespace_flexible": False},
-        )
+        self.closing_reserve = closing_reserve
+        self.closing_chars = closing_chars
+        self.closing_ranked = closing_ranked
         self._matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         if self._matcher.is_error():
-            raise GrammarError(f"llguidance refused the schema: {self._matcher.get_error()}")
+            raise GrammarError(f"llguidance refused the grammar: {self._matcher.get_error()}")
         self._bits = np.zeros((tokenizer.vocab_size + 31) // 32, dtype=np.int32)
 
     def is_allowed(self, token: int) -> bool:
@@ -120,6 +127,36 @@ class LlguidanceConstraint:
         return None
 
 
+class LlguidanceConstraint(_LlguidanceMatcher):
+    """llguidance's matcher over the bounded view of a JSON schema."""
+
+    def __init__(self, tokenizer: Any, schema: dict[str, Any], max_tokens: int):
+        import llguidance
+
+        view, closing_reserve = bounded_view(schema, max_tokens)
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+            json.dumps(view),
+            # No free whitespace: a model looping on spaces would never finish otherwise.
+            overrides={"whitespace_flexible": False},
+        )
+        super().__init__(tokenizer, grammar, closing_reserve, JSON_CLOSING_CHARS, False)
+
+
+# Tokens near max_tokens for a text grammar: enough to end a long line, then the document.
+TEXT_CLOSING_RESERVE = 160
+
+
+class LlguidanceTextConstraint(_LlguidanceMatcher):
+    """llguidance's matcher over a text answer's grammar (aw_mcp/text_grammars.py)."""
+
+    def __init__(self, tokenizer: Any, grammar: TextGrammar):
+        try:
+            compiled = compile_lark(grammar.lark)
+        except ValueError as exc:
+            raise GrammarError(str(exc)) from exc
+        super().__init__(tokenizer, compiled, TEXT_CLOSING_RESERVE, grammar.closing_chars, True)
+
+
 # -- llama.cpp GBNF --------------------------------------------------------------------------
 
 
@@ -129,6 +166,8 @@ class GbnfConstraint:
     A rejected token is never accepted into the grammar: with an empty grammar stack
     llama.cpp aborts the whole process (an uncatchable C++ exception).
     """
+
+    closing_chars, closing_ranked = '"]}', False
 
     def __init__(self, vocab: Any, n_vocab: int, schema: dict[str, Any], max_tokens: int):
         import llama_cpp
@@ -199,25 +238,48 @@ class ConstrainedChooser:
         self,
         constraint: TokenConstraint,
         *,
-        closing_tokens: Sequence[int] = (),
+        closing_tokens: Sequence[Sequence[int]] = (),
+        closing_ranked: bool = False,
+        end_tokens: Sequence[int] = (),
         max_tokens: int | None = None,
         check_first: bool = True,
     ):
         self.constraint = constraint
-        self._closers = list(closing_tokens)
+        self._closers = [list(group) for group in closing_tokens]
+        self._ranked = closing_ranked
+        self._last_rank: int | None = None  # the group of the closer taken last step
+        self._ends = list(end_tokens)
         self._closing_from = None if max_tokens is None else max_tokens - constraint.closing_reserve
         self.check_first = check_first
         self.steps = 0
         self.rejections = 0  # steps where the unconstrained choice broke the grammar
         self.closing_steps = 0  # steps spent closing the document near max_tokens
 
-    def choose(self, logits: np.ndarray, sampler: TokenSampler) -> int:
+    def choose(
+        self, logits: np.ndarray, sampler: TokenSampler, unbanned: np.ndarray | None = None
+    ) -> int:
+        """The next token. ``logits`` may have tokens banned (-inf, by the loop guard);
+        where the grammar allows only banned ones, ``unbanned`` (the logits before the
+        bans) chooses among them, as the guard lets a loop be that it cannot leave."""
         self.steps += 1
         if self._closing_from is not None and self.steps > self._closing_from:
-            allowed = [t for t in self._closers if self.constraint.is_allowed(t)]
-            if allowed:
+            # A document that may end here ends (a text grammar's free-text tail would
+            # otherwise take closers to the budget).
+            ends = [t for t in self._ends if self.constraint.is_allowed(t)]
+            if ends:
                 self.closing_steps += 1
-                return max(allowed, key=lambda t: logits[t])
+                return ends[0]
+            for rank, group in enumerate(self._closers):  # most preferred, then likeliest
+                if self._ranked and rank == self._last_rank:
+                    # A text grammar's closer is not taken twice running: one that did not
+                    # close its string (a backtick inside quotes) was only text.
+                    continue
+                allowed = [t for t in group if self.constraint.is_allowed(t)]
+                if allowed:
+                    self.closing_steps += 1
+                    self._last_rank = rank
+                    return max(allowed, key=lambda t: logits[t])
+            self._last_rank = None
         if self.check_first:
             token = sampler.sample(logits)
             if self.constraint.is_allowed(token):
@@ -226,18 +288,33 @@ class ConstrainedChooser:
         mask = self.constraint.allowed_mask(logits.shape[-1])
         if not mask.any():
             raise GrammarError("the grammar allows no token here")
-        return sampler.sample(np.where(mask, logits, -np.inf).astype(np.float32))
+        masked = np.where(mask, logits, -np.inf).astype(np.float32)
+        if unbanned is not None and not np.isfinite(masked).any():
+            masked = np.where(mask, unbanned, -np.inf).astype(np.float32)
+        return sampler.sample(masked)
 
 
-_CLOSING_CHARS = frozenset('"]}')
+JSON_CLOSING_CHARS = '"]}'
+# How vocabularies write a newline (byte-level BPE: U+010A) and a space (U+0120; SentencePiece:
+# U+2581), beside the characters themselves.
+_VOCAB_SPELLINGS = {"\u010a": "\n", "\u0120": " ", "\u2581": " "}
 
 
-def closing_tokens(token_texts: Sequence[str]) -> list[int]:
-    """Tokens whose text is only closing characters (and spaces): ``"``, ``"}``, ``]}``..."""
-    found = []
+def closing_tokens(
+    token_texts: Sequence[str], chars: str = JSON_CLOSING_CHARS, ranked: bool = False
+) -> list[list[int]]:
+    """Tokens whose text is only ``chars`` (and, unless ``chars`` has a newline, spaces), in
+    groups by preference: for JSON (not ``ranked``) one group, ``"``, ``"}``, ``]}``...; for
+    a line grammar (``ranked``) one group per character of ``chars``, a token in the group of
+    the first of them it has (a newline, or a newline and a fence, before a fence alone)."""
+    allowed = set(chars)
+    groups: list[list[int]] = [[] for _ in chars] if ranked else [[]]
     for token, text in enumerate(token_texts):
-        # Spaces as byte-level BPE (U+0120) and SentencePiece (U+2581) vocabularies write them.
-        stripped = text.replace(" ", "").replace("\u0120", "").replace("\u2581", "")
-        if stripped and set(stripped) <= _CLOSING_CHARS:
-            found.append(token)
-    return found
+        text = "\n" if text == "<0x0A>" else text  # SentencePiece's byte token
+        spelled = "".join(_VOCAB_SPELLINGS.get(c, c) for c in text)
+        if "\n" not in allowed:
+            spelled = spelled.replace(" ", "")
+        if spelled and set(spelled) <= allowed:
+            rank = min(chars.index(c) for c in spelled) if ranked else 0
+            groups[rank].append(token)
+    return groups

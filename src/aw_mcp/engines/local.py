@@ -52,6 +52,7 @@ from aw_mcp.engines.constraints import (
     ConstrainedChooser,
     ConstraintKind,
     GrammarError,
+    LlguidanceTextConstraint,
     TokenConstraint,
     closing_tokens,
 )
@@ -151,7 +152,9 @@ class Decoding:
         self.max_tokens = request.max_tokens
         self._stops = StopStrings([*request.stop, *engine._stop_strings()], engine._detokenize)
         self._chooser = None
-        self._loop_guard = LoopGuard(engine._detokenize) if engine.options.loop_guard else None
+        self._loop_guard = (
+            LoopGuard(engine._detokenize, request.loop_guard) if engine.options.loop_guard else None
+        )
         if constraint is not None:
             # The grammar ends the document (no stop strings), and max_tokens never cuts it
             # below its shortest valid form.
@@ -159,7 +162,11 @@ class Decoding:
             self._stops = StopStrings([], engine._detokenize)
             self._chooser = ConstrainedChooser(
                 constraint,
-                closing_tokens=engine._closing_tokens(),
+                closing_tokens=engine._closing_tokens(
+                    constraint.closing_chars, constraint.closing_ranked
+                ),
+                closing_ranked=constraint.closing_ranked,
+                end_tokens=engine._end_tokens(),
                 max_tokens=self.max_tokens,
                 check_first=engine.options.grammar_first,
             )
@@ -176,12 +183,19 @@ class Decoding:
 
     def choose(self, logits: np.ndarray) -> int | None:
         """The next token, or None if the model ended the generation."""
-        if self._chooser is None and self._loop_guard is not None:
-            token = self._loop_guard.choose(logits, self.out, self._sampler.sample)
-        elif self._chooser is None:
-            token = self._sampler.sample(logits)
+        chooser = self._chooser
+        sample: Callable[[np.ndarray], int]
+        if chooser is None:
+            sample = self._sampler.sample
         else:
-            token = self._chooser.choose(logits, self._sampler)
+            # Under a grammar too: a grammar keeps the form, not the model out of a loop.
+            def sample(banned: np.ndarray) -> int:
+                return chooser.choose(banned, self._sampler, unbanned=logits)
+
+        if self._loop_guard is not None:
+            token = self._loop_guard.choose(logits, self.out, sample)
+        else:
+            token = sample(logits)
         if self._engine._is_end(token):
             self.finish = "stop"
             return None
@@ -233,7 +247,9 @@ class LocalEngine(ABC):
         self._live_key: str | None = None  # whose tokens the live KV state holds
         self._drop_live = False  # forget() asks the worker to clear the live state
         self._prompt_tokens = PromptTokenCache()
-        self._closers: list[int] | None = None
+        # Closing tokens by closing characters (and whether they are ranked).
+        self._closers: dict[tuple[str, bool], list[list[int]]] = {}
+        self._ends: list[int] | None = None  # end-of-generation tokens
         self._loaded = False
         self._batch: BatchLoop | None = None  # batched decoding, once the model is loaded
 
@@ -386,12 +402,19 @@ class LocalEngine(ABC):
 
     def _prepare(self, request: GenerationRequest) -> tuple[list[int], TokenConstraint | None]:
         tokens = self._tokenize(request.messages)
-        constraint = None
-        if request.json_schema and self.options.constraint != "off":
+        constraint: TokenConstraint | None = None
+        if self.options.constraint == "off":
+            return tokens, None
+        if request.json_schema:
             try:
                 constraint = self._make_constraint(request.json_schema, request.max_tokens)
             except GrammarError as exc:
                 log.warning("no grammar for this outputSchema (%s); output is validated", exc)
+        elif request.grammar is not None:
+            try:  # llguidance for either constraint kind: GBNF cannot take a Lark grammar
+                constraint = LlguidanceTextConstraint(self._llguidance_tokenizer(), request.grammar)
+            except GrammarError as exc:
+                log.warning("no constraint for this answer's grammar (%s)", exc)
         return tokens, constraint
 
     # -- generation (worker thread, in turn) -----------------------------------------------
@@ -452,10 +475,15 @@ class LocalEngine(ABC):
         ):
             extra[name] = extra.get(name, 0) + value
 
-    def _closing_tokens(self) -> list[int]:
-        if self._closers is None:
-            self._closers = closing_tokens(self._token_texts())
-        return self._closers
+    def _end_tokens(self) -> list[int]:
+        if self._ends is None:
+            self._ends = [t for t in range(len(self._token_texts())) if self._is_end(t)]
+        return self._ends
+
+    def _closing_tokens(self, chars: str, ranked: bool) -> list[list[int]]:
+        if (chars, ranked) not in self._closers:
+            self._closers[chars, ranked] = closing_tokens(self._token_texts(), chars, ranked)
+        return self._closers[chars, ranked]
 
     # -- live state and snapshots ----------------------------------------------------------
 
@@ -545,6 +573,10 @@ class LocalEngine(ABC):
     @abstractmethod
     def _token_texts(self) -> list[str]:
         """Every vocabulary entry's raw text, by id (for the closing tokens)."""
+
+    @abstractmethod
+    def _llguidance_tokenizer(self) -> Any:
+        """llguidance's view of the vocabulary (built once); GrammarError if it cannot be."""
 
     @abstractmethod
     def _make_constraint(self, schema: dict[str, Any], max_tokens: int) -> TokenConstraint:

@@ -12,47 +12,76 @@ made of one block repeated at least three times is 67 characters (a line of ``=`
 for this step and the next likeliest is taken, as llama.cpp's DRY sampler penalises extending
 a repeat. The model then leaves the loop (usually for the answer's last line), and the
 answer keeps everything before the point where it became a loop.
+
+A domain can add a rule of its own (``generation.loop_guard`` in its domain file,
+``LoopGuardSettings``), checked beside the default one. ``mask_digits`` compares text with
+every digit read as ``0``: a page snapshot that loops on one block whose refs count up
+(``[ref=e113]``, ``[ref=e114]``) is not an exact repeat, but is one with digits masked.
+Masked, real observations repeat longer (an ``ls -l`` of similar lines: 218 characters; a
+web page's list of similar rows: 1,088), so such a rule needs a longer span, and suits only
+a domain whose real answers never count in a loop (a shell's do).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-# Tokens decoded to look at the tail: enough for ``min_span`` characters plus one period
-# even at one character a token.
-TAIL_TOKENS = 256
+_DIGIT = re.compile(r"[0-9]")
+
+
+class LoopGuardSettings(BaseModel):
+    """When the guard calls a tail a loop (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_span: int = Field(default=128, ge=8, le=8192, description="characters a loop spans")
+    max_period: int = Field(default=64, ge=1, le=4096, description="longest repeated block")
+    min_copies: int = Field(default=3, ge=2, description="least copies of the block")
+    mask_digits: bool = Field(default=False, description="read every digit as 0")
+
+
+def loops_by(rule: LoopGuardSettings, text: str) -> bool:
+    """Does ``text`` end with one block of at most ``rule.max_period`` characters repeated
+    over at least ``rule.min_span`` characters (and ``rule.min_copies`` times)?"""
+    if rule.mask_digits:
+        text = _DIGIT.sub("0", text)
+    for period in range(1, rule.max_period + 1):
+        span = max(rule.min_span, rule.min_copies * period)
+        if len(text) < span:
+            break
+        # Periodic with this period over the last ``span`` characters: the tail equals
+        # itself shifted by one period.
+        if text[-span + period :] == text[-span:-period]:
+            return True
+    return False
 
 
 class LoopGuard:
+    """The default rule (exact repeats), plus ``extra``: a domain's own rule, beside it."""
+
     def __init__(
         self,
         detokenize: Callable[[Sequence[int]], str],
-        min_span: int = 128,
-        max_period: int = 64,
-        min_copies: int = 3,
+        extra: LoopGuardSettings | None = None,
         max_bans: int = 8,
     ):
         self._detokenize = detokenize
-        self.min_span = min_span
-        self.max_period = max_period
-        self.min_copies = min_copies
+        self.rules = [LoopGuardSettings(), *([extra] if extra is not None else [])]
         self.max_bans = max_bans
+        # Tokens decoded to look at the tail: enough for the longest span plus one period
+        # even at one character a token.
+        self.tail_tokens = max(
+            max(r.min_span, r.min_copies * r.max_period) + r.max_period for r in self.rules
+        )
         self.bans = 0  # tokens banned so far in this generation
 
     def loops(self, text: str) -> bool:
-        """Does ``text`` end with one block of at most ``max_period`` characters repeated
-        over at least ``min_span`` characters (and ``min_copies`` times)?"""
-        for period in range(1, self.max_period + 1):
-            span = max(self.min_span, self.min_copies * period)
-            if len(text) < span:
-                break
-            # Periodic with this period over the last ``span`` characters: the tail equals
-            # itself shifted by one period.
-            if text[-span + period :] == text[-span:-period]:
-                return True
-        return False
+        """Does ``text`` end in a loop by any of the rules?"""
+        return any(loops_by(rule, text) for rule in self.rules)
 
     def choose(
         self, logits: np.ndarray, out: Sequence[int], sample: Callable[[np.ndarray], int]
@@ -60,7 +89,7 @@ class LoopGuard:
         """``sample(logits)``, unless that token would continue a loop: then the likeliest
         token that does not (up to ``max_bans`` tries, after which the loop is let be)."""
         token = sample(logits)
-        tail = list(out[-TAIL_TOKENS:])
+        tail = list(out[-self.tail_tokens :])
         masked: np.ndarray | None = None
         for _ in range(self.max_bans):
             if not self.loops(self._detokenize([*tail, token])):

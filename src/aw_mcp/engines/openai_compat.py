@@ -306,6 +306,9 @@ class OpenAICompatEngine:
             }
         elif request.json_schema is not None and self._json_mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        # request.grammar (a text answer's Lark grammar) and request.loop_guard are not sent:
+        # servers take grammars in their own dialects (GBNF, xgrammar's EBNF), and decode
+        # themselves. A served model's text answers are used as it writes them.
         body.update(self.options.extra_body)
         return body
 

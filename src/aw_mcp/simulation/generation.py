@@ -53,6 +53,9 @@ class ObservationGenerator:
     ) -> tuple[ToolAnswer, GenerationStats]:
         domain, spec = served.domain, served.spec
         schema = spec.model_output_schema
+        # A world condition (a read-only disk, a site that is down) may change the answer's
+        # form: the grammar describes the answer of a world without one.
+        grammar = None if episode.active_conditions() else spec.simulation.answer_grammar
         attempts = 1 + (self.retries if schema else 0)
         last_problem = ""
         for attempt in range(attempts):
@@ -62,6 +65,8 @@ class ObservationGenerator:
                 temperature=self.sampling.temperature_for(domain.generation.temperature, attempt),
                 stop=domain.generation.stop,
                 json_schema=schema,
+                grammar=grammar,
+                loop_guard=domain.generation.loop_guard,
                 cache_key=episode.key,
                 seed=self.sampling.seed_for(
                     episode.episode_id, episode.domain, episode.next_index, attempt

@@ -1,0 +1,103 @@
+"""Text-answer grammars and the web world's loop rule: what they cost in decoding speed.
+
+Generates page snapshots greedily through ``LocalEngine.generate`` with the embedded model in
+four modes, interleaved so load changes hit all alike:
+
+- none:            no grammar, the default loop rule only (the speed ceiling)
+- grammar:         browser_snapshot's answer_grammar (simulators/web.yaml)
+- loop rule:       the web world's digit-masked loop rule beside the default one
+- grammar + rule:  both (what ``serve --simulator web`` does)
+
+For each mode: decode tokens/s (best of --repeats: other work only ever slows a run down),
+and how many answers are a well-formed page state (aw_mcp.evaluation.metrics).
+
+    python benchmarks/answer_grammar.py [--threads 1] [--repeats 2] [--max-tokens 384]
+
+Measured: see docs/engines.md (Text answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from aw_mcp.domain.loader import load_domain  # noqa: E402
+from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions  # noqa: E402
+from aw_mcp.evaluation.metrics import page_state_well_formed  # noqa: E402
+
+PAGES = [
+    "http://127.0.0.1:8431/",
+    "http://127.0.0.1:8431/books?page=2",
+    "http://127.0.0.1:8432/valgrind/FAQ.html",
+]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=384)
+    args = parser.parse_args()
+    web = load_domain(REPO / "simulators" / "web.yaml")
+    snapshot = next(t for t in web.tools if t.name == "browser_snapshot")
+    grammar, rule = snapshot.simulation.answer_grammar, web.generation.loop_guard
+    modes = {
+        "none": (None, None),
+        "grammar": (grammar, None),
+        "loop rule": (None, rule),
+        "grammar + rule": (grammar, rule),
+    }
+    engine = LlamaCppEngine(LlamaCppOptions(n_ctx=2048, n_threads=args.threads))
+    await engine.start()
+    print(f"llama.cpp, {args.threads} threads, max_tokens {args.max_tokens}, ", end="")
+    print(f"best of {args.repeats}")
+    speeds: dict[str, list[float]] = {m: [] for m in modes}
+    formed = dict.fromkeys(modes, 0)
+    for page in PAGES:
+        messages = [
+            ChatMessage(
+                role="system",
+                content="You are Playwright MCP. Answer browser_snapshot with '### Page' "
+                "(URL, title) and '### Snapshot' with the page's accessibility tree in YAML.",
+            ),
+            ChatMessage(role="user", content=f"browser_snapshot {{}} (the page is {page})"),
+        ]
+        best = dict.fromkeys(modes, 0.0)
+        texts: dict[str, str] = {}
+        for _ in range(args.repeats):
+            for mode, (mode_grammar, mode_rule) in modes.items():  # interleaved
+                request = GenerationRequest(
+                    messages=messages,
+                    max_tokens=args.max_tokens,
+                    grammar=mode_grammar,
+                    loop_guard=mode_rule,
+                    cache_key=page,  # the prompt is evaluated once, decoding is measured
+                )
+                result = await engine.generate(request)
+                seconds = result.stats.seconds
+                speed = result.stats.completion_tokens / seconds if seconds > 0 else 0.0
+                best[mode] = max(best[mode], speed)
+                texts[mode] = result.text
+        for mode in modes:
+            speeds[mode].append(best[mode])
+            formed[mode] += page_state_well_formed(texts[mode])
+        print(f"{page:44}" + "".join(f"{m}: {best[m]:.1f} t/s  " for m in modes))
+    print()
+    for mode in modes:
+        print(
+            f"{mode:16} mean {statistics.mean(speeds[mode]):6.1f} tok/s   "
+            f"well-formed page state {formed[mode]}/{len(PAGES)}"
+        )
+    await engine.aclose()
+
+
+if __name__ == "__main__":
+    anyio.run(main)

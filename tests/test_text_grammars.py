@@ -1,0 +1,226 @@
+"""Grammars of text answers (aw_mcp/text_grammars.py): the web snapshot's grammar takes every
+real snapshot, everything it takes parses as YAML, and both local engines keep to it, closing
+the page state near max_tokens; the digit-masked loop guard of the web world."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import llguidance
+import numpy as np
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.models import DomainSpec
+from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.engines.constraints import ConstrainedChooser, closing_tokens
+from aw_mcp.engines.loop_guard import LoopGuard, loops_by
+from aw_mcp.engines.sampling import SamplingParams, TokenSampler
+from aw_mcp.text_grammars import TextGrammar, compile_lark, expand
+from tests.test_structured_output import engine, looping  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parents[1]
+WEB = load_domain(ROOT / "simulators" / "web.yaml")
+SNAPSHOT_GRAMMAR = next(
+    t.simulation.answer_grammar for t in WEB.tools if t.name == "browser_snapshot"
+)
+assert SNAPSHOT_GRAMMAR is not None
+_TREE = re.compile(r"```yaml\n(.*)\n```$", re.DOTALL)
+BYTES = llguidance.LLTokenizer("byte")
+
+
+def _web_observations(tool: str | None = None) -> list[str]:
+    found = []
+    for path in sorted((ROOT / "trajectories" / "web").rglob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if tool is None or record["tool"] == tool:
+                found.append(record["observation"])
+    return found
+
+
+def _accepts(lark: str, text: str) -> bool:
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark), log_level=0)
+    return bool(matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_accepting())
+
+
+def _tree(text: str):
+    match = _TREE.search(text)
+    assert match, text
+    return yaml.safe_load(match.group(1))
+
+
+def test_every_real_snapshot_keeps_to_the_web_grammar():
+    snapshots = _web_observations("browser_snapshot")
+    assert len(snapshots) > 300
+    rejected = [s[:200] for s in snapshots if not _accepts(SNAPSHOT_GRAMMAR.lark, s)]
+    assert not rejected
+    # A stale target's error is an answer too; a snapshot with an unclosed quote is not.
+    assert _accepts(SNAPSHOT_GRAMMAR.lark, "### Error\nRef e57 not found in the current page.")
+    broken = snapshots[0].replace('"', "", 1)
+    assert broken != snapshots[0] and not _accepts(SNAPSHOT_GRAMMAR.lark, broken)
+
+
+def _random_document(lark: str, rng: random.Random) -> str:
+    """A random text the grammar takes, byte by byte (YAML's troublesome characters often)."""
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark), log_level=0)
+    bits = np.zeros((BYTES.vocab_size + 31) // 32, dtype=np.int32)
+    tricky = list(b" :#\"'-\\[]\n")  # the byte tokenizer's ids are the bytes
+    closing = list(b"\n`")
+    out: list[int] = []
+    while not matcher.is_stopped() and len(out) < 1500:
+        matcher.unsafe_compute_mask_ptr(bits.ctypes.data, bits.nbytes)
+        bitmap = np.unpackbits(bits.view(np.uint8), bitorder="little")[: BYTES.vocab_size]
+        allowed = [int(t) for t in np.flatnonzero(bitmap)]
+        if BYTES.eos_token in allowed and (len(out) > 400 or rng.random() < 0.02):
+            break
+        allowed = [t for t in allowed if t != BYTES.eos_token]
+        preferred = [t for t in allowed if t in (closing if len(out) > 400 else tricky)]
+        token = rng.choice(preferred if preferred and rng.random() < 0.5 else allowed)
+        assert matcher.consume_token(token)
+        out.append(token)
+    return BYTES.decode_str(out)
+
+
+def test_every_text_the_yaml_block_grammar_takes_parses_as_a_yaml_list():
+    rng = random.Random(3)
+    lark = 'start: "```yaml\\n" yaml_block_sequence "```"'
+    for _ in range(60):
+        text = _random_document(lark, rng)
+        assert isinstance(_tree(text), list), text
+
+
+def test_building_blocks_are_added_only_where_used_and_not_defined():
+    assert "yaml_item_0" in expand('start: "x" yaml_block_sequence')
+    assert "yaml_item_0" not in expand('start: "x"')
+    own = 'start: yaml_block_sequence\nyaml_block_sequence: "- a\\n"'
+    assert expand(own).count("yaml_block_sequence:") == 1
+
+
+def test_a_grammar_that_does_not_compile_is_refused_with_llguidance_s_message():
+    with pytest.raises(ValidationError, match=r"(?s)does not compile.*unclosed character class"):
+        TextGrammar(lark='start: "a" B\nB: /[/')
+    tool = {"name": "t", "description": "", "simulation": {"answer_grammar": {"lark": "start: x"}}}
+    with pytest.raises(ValidationError, match='unknown name: "x"'):
+        DomainSpec.model_validate({"name": "d", "instructions": "i", "tools": [tool]})
+
+
+def test_a_tool_answered_in_json_takes_no_answer_grammar():
+    tool = {
+        "name": "t",
+        "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "simulation": {"answer_grammar": {"lark": 'start: "a"'}},
+    }
+    with pytest.raises(ValidationError, match="answered in text"):
+        DomainSpec.model_validate({"name": "d", "instructions": "i", "tools": [tool]})
+    with pytest.raises(ValidationError, match="not both"):
+        GenerationRequest(
+            messages=[ChatMessage(role="user", content="x")],
+            json_schema={"type": "object"},
+            grammar=TextGrammar(lark='start: "a"'),
+        )
+
+
+def test_closing_tokens_of_a_line_grammar_are_newlines_and_fences():
+    texts = ["\u010a", "```", "\u010a```", "\u0120", "a", '"]', "<0x0A>", "\u010a\u0120"]
+    assert closing_tokens(texts, "\n`", ranked=True) == [[0, 2, 6], [1]]  # newlines first
+    assert closing_tokens(texts) == [[5]]  # JSON's closers, spaces allowed: '"]'
+
+
+class _OnlyToken:
+    """A constraint that allows one token."""
+
+    closing_reserve, closing_chars = 0, "\n"
+
+    def __init__(self, token: int):
+        self.token = token
+
+    def is_allowed(self, token: int) -> bool:
+        return token == self.token
+
+    def allowed_mask(self, n_vocab: int) -> np.ndarray:
+        return np.arange(n_vocab) == self.token
+
+
+def test_where_the_grammar_allows_only_a_banned_token_it_is_taken():
+    chooser = ConstrainedChooser(_OnlyToken(2))  # type: ignore[arg-type]
+    sampler = TokenSampler(SamplingParams(temperature=0.0), 0)
+    logits = np.array([3.0, 2.0, 1.0], dtype=np.float32)
+    banned = logits.copy()
+    banned[2] = -np.inf  # the loop guard's ban
+    assert chooser.choose(banned, sampler, unbanned=logits) == 2
+
+
+# -- both local engines keep to the grammar ---------------------------------------------------
+
+
+def _snapshot_request(
+    max_tokens: int, grammar: TextGrammar = SNAPSHOT_GRAMMAR
+) -> GenerationRequest:
+    return GenerationRequest(
+        messages=[
+            ChatMessage(role="system", content="You are Playwright MCP's browser_snapshot."),
+            ChatMessage(role="user", content="browser_snapshot {} of http://127.0.0.1:8431/"),
+        ],
+        max_tokens=max_tokens,
+        grammar=grammar,
+    )
+
+
+@pytest.mark.anyio
+async def test_the_embedded_model_writes_a_page_state_that_parses(engine):  # noqa: F811
+    result = await engine.generate(_snapshot_request(400))
+    assert _accepts(SNAPSHOT_GRAMMAR.lark, result.text), result.text
+    if result.text.startswith("### Page"):
+        assert isinstance(_tree(result.text), list)
+
+
+@pytest.mark.anyio
+async def test_a_free_text_answer_ends_near_max_tokens(looping):  # noqa: F811
+    lark = r'start: "### Error\n" TEXT' + "\n" + r"TEXT: /(?:[^\n]|\n)+/"
+    result = await looping.generate(_snapshot_request(200, TextGrammar(lark=lark)))
+    assert result.finish_reason == "stop" and result.stats.completion_tokens < 200
+
+
+@pytest.mark.anyio
+async def test_a_looping_model_s_page_state_is_closed_near_max_tokens(looping):  # noqa: F811
+    # The page state alone (a looping model may take the free-text error answer instead).
+    lark = SNAPSHOT_GRAMMAR.lark.replace("start: page_state | other_answer", "start: page_state")
+    page_state = SNAPSHOT_GRAMMAR.model_copy(update={"lark": lark})
+    closing_steps = looping.counters.extra.get("grammar_closing_steps", 0)
+    result = await looping.generate(_snapshot_request(300, page_state))
+    assert result.stats.completion_tokens <= 300
+    assert _accepts(lark, result.text), result.text
+    assert isinstance(_tree(result.text), list)
+    assert looping.counters.extra["grammar_closing_steps"] > closing_steps
+
+
+@pytest.mark.anyio
+async def test_transformers_keeps_to_the_grammar_too(transformers_engine):
+    result = await transformers_engine.generate(_snapshot_request(200))
+    assert _accepts(SNAPSHOT_GRAMMAR.lark, result.text), result.text
+
+
+# -- the web world's loop guard -----------------------------------------------------------------
+
+
+def test_the_web_guard_catches_a_block_with_counting_refs_and_never_a_real_observation():
+    settings = WEB.generation.loop_guard
+    assert settings is not None and settings.mask_digits
+    guard = LoopGuard(lambda tokens: "", settings)
+    block = '  - paragraph [ref=e{n}]:\n    - text: "The C Programming Language is a language."\n'
+    looped = "".join(block.format(n=n) for n in range(10, 60))
+    assert guard.loops(looped)
+    assert not LoopGuard(lambda tokens: "").loops(looped)  # not an exact repeat
+    assert guard.loops("It is a language. " * 8)  # the default rule holds beside it
+    observations = _web_observations()
+    assert len(observations) > 1000
+    for text in observations:
+        # Every prefix a decoder would have checked (every 7th character: loops are longer).
+        ends = range(settings.min_span, len(text), 7)
+        assert not any(loops_by(settings, text[:end]) for end in ends)
