@@ -18,6 +18,7 @@ COMMAND_MODULES: list[str] = [
     "view",
     "report",
     "train",
+    "adapters",
     "models",
 ]
 

@@ -1,0 +1,46 @@
+"""``aw-mcp adapters``: work on GGUF LoRA adapters (merge: a weighted sum of several)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "adapters",
+        help="work on GGUF LoRA adapters (merge several into one)",
+        description="Work on GGUF LoRA adapters that aw-mcp train writes.",
+    )
+    actions = p.add_subparsers(dest="action", required=True)
+    merge = actions.add_parser(
+        "merge",
+        help="write one adapter whose change is the weighted sum of several adapters' changes",
+        description="Write one adapter whose change of each weight is the weighted sum of the "
+        "given adapters' changes (exact: the ranks add up). The adapters must share their base "
+        "model, profile and tensors. Measure the result on held-out episodes like any "
+        "checkpoint (aw-mcp eval closed-loop --lora OUT).",
+    )
+    merge.add_argument(
+        "parts",
+        nargs="+",
+        metavar="ADAPTER[*WEIGHT]",
+        help="an adapter file and its weight (1 when left out), e.g. q5.gguf*0.5",
+    )
+    merge.add_argument("--out", type=Path, required=True, metavar="FILE")
+    merge.set_defaults(handler=_merge)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from aw_mcp.adapters import AdapterError
+    from aw_mcp.training.adapter_soup import merge_adapters, parse_part
+
+    try:
+        parts = [parse_part(text) for text in args.parts]
+        out = merge_adapters(parts, args.out)
+    except (ValueError, AdapterError) as exc:
+        print(f"aw-mcp adapters merge: {exc}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0

@@ -1,0 +1,95 @@
+"""Weighted sums of LoRA adapters ("model soups" of fine-tunes of one base), as one adapter.
+
+A LoRA adapter changes a weight by ``B @ A * alpha / rank``. The weighted sum of several
+adapters' changes, ``sum(w_i * B_i @ A_i * alpha_i / rank_i)``, is itself a LoRA change of
+rank ``sum(rank_i)``: A stacked ``[A_1; A_2; ...]``, B side by side ``[w_1 s_1 B_1, ...]``
+(``s_i = alpha_i / rank_i``), and alpha equal to the new rank. So the sum is exact, one file,
+and served like any adapter. Two runs that each traded one held-out skill for another (exact
+answers for world faults) can be averaged instead of retrained; which weights serve best is
+measured on held-out episodes, like any checkpoint.
+
+The adapters must be for the same base model, profile and tensors; their domains are joined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from aw_mcp.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY, read_adapter_info
+
+SOURCES_KEY = "aw_mcp.merged_from"  # provenance: "file.gguf*weight,..."
+
+
+@dataclass(frozen=True)
+class SoupPart:
+    path: Path
+    weight: float
+
+
+def parse_part(text: str) -> SoupPart:
+    """``PATH`` or ``PATH*WEIGHT`` (weight 1 when left out)."""
+    path, sep, weight = text.rpartition("*")
+    if not sep:
+        return SoupPart(Path(text), 1.0)
+    try:
+        return SoupPart(Path(path), float(weight))
+    except ValueError:
+        raise ValueError(f"not PATH*WEIGHT: {text!r} (the weight is a number)") from None
+
+
+def merge_adapters(parts: list[SoupPart], out: Path) -> Path:
+    """Write the adapter whose change is the weighted sum of the parts' changes to ``out``.
+    ValueError (naming the file) where the parts do not fit together."""
+    import gguf
+    from gguf import GGUFReader
+
+    if len(parts) < 2:
+        raise ValueError("a merge takes two adapters or more")
+    infos = [read_adapter_info(p.path) for p in parts]  # refuses what is no LoRA adapter
+    first = infos[0]
+    for info in infos[1:]:
+        if (info.base_model, info.profile) != (first.base_model, first.profile):
+            raise ValueError(
+                f"{info.path} is for {info.base_model} with profile {info.profile}; "
+                f"{first.path} is for {first.base_model} with profile {first.profile}"
+            )
+    readers = [GGUFReader(p.path) for p in parts]
+    architecture = readers[0].fields["general.architecture"].contents()
+    tensors = [{t.name: np.array(t.data, dtype=np.float32) for t in r.tensors} for r in readers]
+    for part, found in zip(parts[1:], tensors[1:], strict=True):
+        if set(found) != set(tensors[0]):
+            raise ValueError(f"{part.path} adapts other tensors than {parts[0].path}")
+    writer = gguf.GGUFWriter(out, arch=architecture)
+    writer.add_string("general.type", "adapter")
+    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    writer.add_string(PROFILE_KEY, first.profile or "")
+    writer.add_string(BASE_MODEL_KEY, first.base_model or "")
+    domains = list(dict.fromkeys(d for info in infos for d in info.domains))
+    writer.add_string(DOMAINS_KEY, ",".join(domains))
+    writer.add_string(SOURCES_KEY, ",".join(f"{p.path.name}*{p.weight:g}" for p in parts))
+    rank = 0
+    for name in sorted(n.removesuffix(".lora_a") for n in tensors[0] if n.endswith(".lora_a")):
+        downs = [t[f"{name}.lora_a"] for t in tensors]  # (rank_i, in)
+        ups = [t[f"{name}.lora_b"] for t in tensors]  # (out, rank_i)
+        rank = sum(a.shape[0] for a in downs)
+        scaled = [
+            part.weight * _scale(info.alpha, a.shape[0]) * b
+            for part, info, a, b in zip(parts, infos, downs, ups, strict=True)
+        ]
+        writer.add_tensor(f"{name}.lora_a", np.concatenate(downs, 0).astype(np.float16))
+        writer.add_tensor(f"{name}.lora_b", np.concatenate(scaled, 1).astype(np.float16))
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(rank))  # alpha / rank = 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def _scale(alpha: float, rank: int) -> float:
+    """llama.cpp's LoRA scale: alpha / rank, or 1 for an adapter without alpha."""
+    return alpha / rank if alpha else 1.0

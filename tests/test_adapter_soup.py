@@ -1,0 +1,79 @@
+"""``aw-mcp adapters merge``: one adapter whose change is the weighted sum of several."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from gguf import GGUFReader
+
+from aw_mcp.adapters import bundled_adapters, read_adapter_info
+from aw_mcp.cli import main
+from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.training.adapter_soup import SoupPart, merge_adapters, parse_part
+from aw_mcp.training.gguf_adapter import AdapterMetadata, LoraWeights, write_gguf_adapter
+from tests.conftest import small_embedded_engine
+
+MODULE = "model.layers.0.self_attn.v_proj"  # no rotary row order to mind
+
+
+def _adapter(path: Path, seed: int, alpha: float, rank: int, base: str = "base.gguf") -> Path:
+    rng = np.random.default_rng(seed)
+    weights = [LoraWeights(MODULE, rng.normal(size=(rank, 8)), rng.normal(size=(6, rank)))]
+    meta = AdapterMetadata(alpha, "small", base, ["terminal"], 1, 2, 2)
+    return write_gguf_adapter(path, weights, meta)
+
+
+def _change(path: Path) -> np.ndarray:
+    """B @ A * alpha / rank, as llama.cpp applies it."""
+    tensors = {t.name: np.array(t.data, dtype=np.float32) for t in GGUFReader(path).tensors}
+    (a_name,) = [n for n in tensors if n.endswith(".lora_a")]
+    a, b = tensors[a_name], tensors[a_name.replace("lora_a", "lora_b")]
+    return b @ a * read_adapter_info(path).alpha / a.shape[0]
+
+
+def test_the_merged_change_is_the_weighted_sum_of_the_changes(tmp_path):
+    one = _adapter(tmp_path / "one.gguf", seed=1, alpha=16, rank=4)
+    two = _adapter(tmp_path / "two.gguf", seed=2, alpha=8, rank=2)
+    merged = merge_adapters([SoupPart(one, 0.25), SoupPart(two, 0.75)], tmp_path / "m.gguf")
+    expected = 0.25 * _change(one) + 0.75 * _change(two)
+    assert np.allclose(_change(merged), expected, atol=1e-2)
+    assert read_adapter_info(merged).domains == ("terminal",)
+
+
+def test_adapters_of_other_bases_or_bad_weights_are_refused(tmp_path):
+    one = _adapter(tmp_path / "one.gguf", seed=1, alpha=16, rank=4)
+    other = _adapter(tmp_path / "other.gguf", seed=2, alpha=16, rank=4, base="other.gguf")
+    with pytest.raises(ValueError, match=r"other\.gguf is for other\.gguf"):
+        merge_adapters([SoupPart(one, 0.5), SoupPart(other, 0.5)], tmp_path / "m.gguf")
+    with pytest.raises(ValueError, match="the weight is a number"):
+        parse_part(f"{one}*half")
+    assert parse_part(f"{one}*0.5") == SoupPart(one, 0.5)
+    assert main(["adapters", "merge", str(one), "--out", str(tmp_path / "m.gguf")]) == 2
+    assert not (tmp_path / "m.gguf").exists()
+
+
+def test_an_adapter_merged_with_itself_at_half_weights_answers_as_it_does(tmp_path):
+    adapter = next(p for p in bundled_adapters() if p.name == "smollm2-135m-terminal.gguf")
+    halves = tmp_path / "halves.gguf"
+    doubled = tmp_path / "doubled.gguf"
+    halves_cli = ["adapters", "merge", f"{adapter}*0.5", f"{adapter}*0.5", "--out", str(halves)]
+    assert main(halves_cli) == 0
+    merge_adapters([SoupPart(adapter, 1.0), SoupPart(adapter, 1.0)], doubled)
+    request = GenerationRequest(
+        messages=[ChatMessage(role="user", content='run_command {"command": "ls -la"}')],
+        max_tokens=24,
+    )
+
+    async def answer(lora: Path) -> str:
+        engine = small_embedded_engine(lora_paths=[lora])
+        try:
+            return (await engine.generate(request)).text
+        finally:
+            await engine.aclose()
+
+    alone, as_halves, as_double = (anyio.run(answer, p) for p in (adapter, halves, doubled))
+    assert as_halves == alone  # the same change (to float16 rounding), the same greedy text
+    assert as_double != alone  # twice the change is another model
