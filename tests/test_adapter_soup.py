@@ -12,7 +12,13 @@ from gguf import GGUFReader
 from aw_mcp.adapters import bundled_adapters, read_adapter_info
 from aw_mcp.cli import main
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
-from aw_mcp.training.adapter_soup import SoupPart, merge_adapters, parse_part
+from aw_mcp.training.adapter_soup import (
+    SoupPart,
+    kept_energy,
+    merge_adapters,
+    parse_part,
+    truncate,
+)
 from aw_mcp.training.gguf_adapter import AdapterMetadata, LoraWeights, write_gguf_adapter
 from tests.conftest import small_embedded_engine
 
@@ -77,3 +83,27 @@ def test_an_adapter_merged_with_itself_at_half_weights_answers_as_it_does(tmp_pa
     alone, as_halves, as_double = (anyio.run(answer, p) for p in (adapter, halves, doubled))
     assert as_halves == alone  # the same change (to float16 rounding), the same greedy text
     assert as_double != alone  # twice the change is another model
+
+
+def test_a_rank_cut_keeps_the_best_approximation_and_is_exact_when_the_rank_allows():
+    rng = np.random.default_rng(5)
+    down, up = rng.normal(size=(6, 10)), rng.normal(size=(7, 6))
+    full = up @ down
+    same_down, same_up = truncate(down, up, 6)
+    assert np.allclose(same_up @ same_down, full)
+    cut_down, cut_up = truncate(down, up, 3)
+    assert cut_down.shape == (3, 10) and cut_up.shape == (7, 3)
+    u, s, vt = np.linalg.svd(full)
+    best = (u[:, :3] * s[:3]) @ vt[:3]  # Eckart-Young: the best rank-3 approximation
+    assert np.allclose(cut_up @ cut_down, best, atol=1e-5)
+    assert kept_energy(down, up, 3) == pytest.approx((s[:3] ** 2).sum() / (s**2).sum())
+
+
+def test_the_cli_writes_the_rank_it_is_asked_for(tmp_path):
+    one = _adapter(tmp_path / "one.gguf", seed=1, alpha=16, rank=4)
+    two = _adapter(tmp_path / "two.gguf", seed=2, alpha=8, rank=4)
+    out = tmp_path / "m.gguf"
+    assert main(["adapters", "merge", str(one), str(two), "--rank", "4", "--out", str(out)]) == 0
+    (down,) = [t for t in GGUFReader(out).tensors if t.name.endswith(".lora_a")]
+    assert np.array(down.data).shape[0] == 4
+    assert read_adapter_info(out).alpha == 4.0

@@ -29,6 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an adapter file and its weight (1 when left out), e.g. q5.gguf*0.5",
     )
     merge.add_argument("--out", type=Path, required=True, metavar="FILE")
+    merge.add_argument(
+        "--rank",
+        type=int,
+        metavar="N",
+        help="write the best rank-N approximation of the sum (exact where the summed rank "
+        "is at most N); default: the summed rank, exact",
+    )
     merge.set_defaults(handler=_merge)
 
 
@@ -38,7 +45,9 @@ def _merge(args: argparse.Namespace) -> int:
 
     try:
         parts = [parse_part(text) for text in args.parts]
-        out = merge_adapters(parts, args.out)
+        if args.rank is not None and args.rank < 1:
+            raise ValueError(f"--rank must be at least 1, not {args.rank}")
+        out = merge_adapters(parts, args.out, args.rank)
     except (ValueError, AdapterError) as exc:
         print(f"aw-mcp adapters merge: {exc}", file=sys.stderr)
         return 2

@@ -40,9 +40,11 @@ def parse_part(text: str) -> SoupPart:
         raise ValueError(f"not PATH*WEIGHT: {text!r} (the weight is a number)") from None
 
 
-def merge_adapters(parts: list[SoupPart], out: Path) -> Path:
-    """Write the adapter whose change is the weighted sum of the parts' changes to ``out``.
-    ValueError (naming the file) where the parts do not fit together."""
+def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) -> Path:
+    """Write the adapter whose change is the weighted sum of the parts' changes to ``out``;
+    with ``rank``, its best approximation of that rank (exact where the summed rank is not
+    above it; see ``truncate``). ValueError (naming the file) where the parts do not fit
+    together."""
     import gguf
     from gguf import GGUFReader
 
@@ -70,24 +72,49 @@ def merge_adapters(parts: list[SoupPart], out: Path) -> Path:
     domains = list(dict.fromkeys(d for info in infos for d in info.domains))
     writer.add_string(DOMAINS_KEY, ",".join(domains))
     writer.add_string(SOURCES_KEY, ",".join(f"{p.path.name}*{p.weight:g}" for p in parts))
-    rank = 0
+    written_rank = 0
     for name in sorted(n.removesuffix(".lora_a") for n in tensors[0] if n.endswith(".lora_a")):
         downs = [t[f"{name}.lora_a"] for t in tensors]  # (rank_i, in)
         ups = [t[f"{name}.lora_b"] for t in tensors]  # (out, rank_i)
-        rank = sum(a.shape[0] for a in downs)
         scaled = [
             part.weight * _scale(info.alpha, a.shape[0]) * b
             for part, info, a, b in zip(parts, infos, downs, ups, strict=True)
         ]
-        writer.add_tensor(f"{name}.lora_a", np.concatenate(downs, 0).astype(np.float16))
-        writer.add_tensor(f"{name}.lora_b", np.concatenate(scaled, 1).astype(np.float16))
-    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(rank))  # alpha / rank = 1
+        down, up = np.concatenate(downs, 0), np.concatenate(scaled, 1)
+        if rank is not None:
+            down, up = truncate(down, up, rank)
+        written_rank = down.shape[0]
+        writer.add_tensor(f"{name}.lora_a", down.astype(np.float16))
+        writer.add_tensor(f"{name}.lora_b", up.astype(np.float16))
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(written_rank))  # alpha / rank = 1
     out.parent.mkdir(parents=True, exist_ok=True)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     return out
+
+
+def truncate(down: np.ndarray, up: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best rank-``rank`` factors (in Frobenius norm) of ``up @ down``, from the SVD of
+    a small core: ``up = Qu Ru``, ``down.T = Qd Rd``, ``Ru @ Rd.T = U S V.T``."""
+    if down.shape[0] <= rank:
+        return down, up
+    q_up, r_up = np.linalg.qr(up.astype(np.float64))
+    q_down, r_down = np.linalg.qr(down.T.astype(np.float64))
+    u, singular, vt = np.linalg.svd(r_up @ r_down.T)
+    root = np.sqrt(singular[:rank])
+    new_up = (q_up @ u[:, :rank]) * root
+    new_down = (root[:, None] * vt[:rank]) @ q_down.T
+    return new_down.astype(np.float32), new_up.astype(np.float32)
+
+
+def kept_energy(down: np.ndarray, up: np.ndarray, rank: int) -> float:
+    """The share of ``up @ down``'s squared Frobenius norm its best rank-``rank`` factors keep."""
+    _, r_up = np.linalg.qr(up.astype(np.float64))
+    _, r_down = np.linalg.qr(down.T.astype(np.float64))
+    singular = np.linalg.svd(r_up @ r_down.T, compute_uv=False)
+    return float((singular[:rank] ** 2).sum() / (singular**2).sum())
 
 
 def _scale(alpha: float, rank: int) -> float:
