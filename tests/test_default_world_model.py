@@ -53,7 +53,7 @@ EVERYDAY = [
 
 
 # Share of EVERYDAY the default must answer exactly as the real machine does.
-MEASURED_FLOOR = 0.80
+MEASURED_FLOOR = 0.85
 
 
 def real_answers(commands: list[str], world_file: Path | None = None) -> list[str]:
@@ -95,9 +95,9 @@ async def test_plain_serve_answers_everyday_commands_as_its_bundled_world_implie
         for c, s, r in zip(EVERYDAY, served, real, strict=True)
         if not _same(s, r)
     ]
-    # Measured: 17 of 20 with the bundled adapter q5 (q4: 14, q3: 13, q1: 14; the default before,
-    # SmolLM2 + r18: 3).
-    # The goal is 18 (issue 18); this floor catches a default that regresses.
+    # Measured: 18 of 20 with the bundled adapter s5 (q5: 17, q4: 14, q3: 13, q1: 14; the default
+    # before, SmolLM2 + r18: 3), the goal of issue 18. The floor is one answer below, so a default
+    # that regresses fails while a build whose arithmetic moves one greedy choice does not.
     assert len(right) >= MEASURED_FLOOR * len(EVERYDAY), "\n".join(wrong)
 
 
