@@ -27,13 +27,13 @@ YAML_MAX_DEPTH = 12
 # Characters (about) in one name or value: every scalar is bounded, so a model looping inside
 # a quoted string must close it (real snapshot lines in trajectories/web: at most 632).
 MAX_SCALAR = 800
+_AT_MOST = f"{{0,{MAX_SCALAR}}}"
 
 # Characters never allowed inside a YAML line: controls, C1 controls, the Unicode line and
 # paragraph separators (YAML line breaks) and non-characters.
 _NON_PRINTABLE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff"
 # A double-quoted name inside a plain key: no ": " (a mapping indicator) and no "#" (a
 # comment after a space); backslashes are literal in a plain scalar.
-_AT_MOST = f"{{0,{MAX_SCALAR}}}"
 _NAME = rf'"(?:[^:#"\\{_NON_PRINTABLE}]|\\[^{_NON_PRINTABLE}]|:[^ :#{_NON_PRINTABLE}]){_AT_MOST}"'
 _NODE = rf"[a-z]+(?: {_NAME})?(?: \[[a-z]+(?:=[A-Za-z0-9_.,\-]+)?\])*"
 _SINGLE_QUOTED = rf"'(?:[^'{_NON_PRINTABLE}]|''){_AT_MOST}'"
