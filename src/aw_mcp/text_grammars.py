@@ -19,6 +19,7 @@ the definition of each one used:
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -75,9 +76,11 @@ def expand(lark: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+@functools.lru_cache(maxsize=64)
 def compile_lark(lark: str) -> str:
     """The expanded grammar in llguidance's serialized form; ValueError with llguidance's
-    message if it does not compile."""
+    message if it does not compile. Cached: a domain's grammar is compiled when its file is
+    loaded, and every call of the tool reuses that (errors are not cached, and raise again)."""
     import llguidance
 
     grammar = llguidance.LLMatcher.grammar_from_lark(expand(lark))

@@ -239,14 +239,13 @@ class ConstrainedChooser:
         constraint: TokenConstraint,
         *,
         closing_tokens: Sequence[Sequence[int]] = (),
-        closing_ranked: bool = False,
         end_tokens: Sequence[int] = (),
         max_tokens: int | None = None,
         check_first: bool = True,
     ):
         self.constraint = constraint
         self._closers = [list(group) for group in closing_tokens]
-        self._ranked = closing_ranked
+        self._ranked = constraint.closing_ranked
         self._last_rank: int | None = None  # the group of the closer taken last step
         self._ends = list(end_tokens)
         self._closing_from = None if max_tokens is None else max_tokens - constraint.closing_reserve

@@ -165,7 +165,6 @@ class Decoding:
                 closing_tokens=engine._closing_tokens(
                     constraint.closing_chars, constraint.closing_ranked
                 ),
-                closing_ranked=constraint.closing_ranked,
                 end_tokens=engine._end_tokens(),
                 max_tokens=self.max_tokens,
                 check_first=engine.options.grammar_first,
@@ -250,6 +249,7 @@ class LocalEngine(ABC):
         # Closing tokens by closing characters (and whether they are ranked).
         self._closers: dict[tuple[str, bool], list[list[int]]] = {}
         self._ends: list[int] | None = None  # end-of-generation tokens
+        self._texts: list[str] | None = None  # the vocabulary's raw texts (_vocabulary)
         self._loaded = False
         self._batch: BatchLoop | None = None  # batched decoding, once the model is loaded
 
@@ -475,14 +475,20 @@ class LocalEngine(ABC):
         ):
             extra[name] = extra.get(name, 0) + value
 
+    def _vocabulary(self) -> list[str]:
+        """Every token's raw text, read from the model once (closing and end tokens)."""
+        if self._texts is None:
+            self._texts = self._token_texts()
+        return self._texts
+
     def _end_tokens(self) -> list[int]:
         if self._ends is None:
-            self._ends = [t for t in range(len(self._token_texts())) if self._is_end(t)]
+            self._ends = [t for t in range(len(self._vocabulary())) if self._is_end(t)]
         return self._ends
 
     def _closing_tokens(self, chars: str, ranked: bool) -> list[list[int]]:
         if (chars, ranked) not in self._closers:
-            self._closers[chars, ranked] = closing_tokens(self._token_texts(), chars, ranked)
+            self._closers[chars, ranked] = closing_tokens(self._vocabulary(), chars, ranked)
         return self._closers[chars, ranked]
 
     # -- live state and snapshots ----------------------------------------------------------
