@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import anyio
@@ -45,8 +46,9 @@ def test_the_merged_change_is_the_weighted_sum_of_the_changes(tmp_path):
     two = _adapter(tmp_path / "two.gguf", seed=2, alpha=8, rank=2)
     merged = merge_adapters([SoupPart(one, 0.25), SoupPart(two, 0.75)], tmp_path / "m.gguf")
     expected = 0.25 * _change(one) + 0.75 * _change(two)
-    assert np.allclose(_change(merged), expected, atol=1e-2)
-    assert read_adapter_info(merged).domains == ("terminal",)
+    assert np.allclose(_change(merged.path), expected, atol=1e-2)
+    assert (merged.rank, merged.kept) == (6, 1.0)
+    assert read_adapter_info(merged.path).domains == ("terminal",)
 
 
 def test_adapters_of_other_bases_or_bad_weights_are_refused(tmp_path):
@@ -99,11 +101,14 @@ def test_a_rank_cut_keeps_the_best_approximation_and_is_exact_when_the_rank_allo
     assert kept_energy(down, up, 3) == pytest.approx((s[:3] ** 2).sum() / (s**2).sum())
 
 
-def test_the_cli_writes_the_rank_it_is_asked_for(tmp_path):
+def test_the_cli_writes_the_rank_it_is_asked_for_and_says_what_it_keeps(tmp_path, capsys):
     one = _adapter(tmp_path / "one.gguf", seed=1, alpha=16, rank=4)
     two = _adapter(tmp_path / "two.gguf", seed=2, alpha=8, rank=4)
     out = tmp_path / "m.gguf"
     assert main(["adapters", "merge", str(one), str(two), "--rank", "4", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    kept = float(re.search(r"keeps at least ([0-9.]+)%", said).group(1)) / 100
+    assert "rank 4" in said and 0.3 < kept < 1.0  # two random rank-4 changes: much is lost
     (down,) = [t for t in GGUFReader(out).tensors if t.name.endswith(".lora_a")]
     assert np.array(down.data).shape[0] == 4
     assert read_adapter_info(out).alpha == 4.0

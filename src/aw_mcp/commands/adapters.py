@@ -47,9 +47,10 @@ def _merge(args: argparse.Namespace) -> int:
         parts = [parse_part(text) for text in args.parts]
         if args.rank is not None and args.rank < 1:
             raise ValueError(f"--rank must be at least 1, not {args.rank}")
-        out = merge_adapters(parts, args.out, args.rank)
+        merged = merge_adapters(parts, args.out, args.rank)
     except (ValueError, AdapterError) as exc:
         print(f"aw-mcp adapters merge: {exc}", file=sys.stderr)
         return 2
-    print(out)
+    kept = "exact" if merged.kept == 1.0 else f"keeps at least {merged.kept:.4%} of each change"
+    print(f"{merged.path}: rank {merged.rank}, {kept}")
     return 0

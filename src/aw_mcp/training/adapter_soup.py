@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from aw_mcp.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY, read_adapter_info
+from aw_mcp.training.gguf_adapter import write_adapter_file
 
 SOURCES_KEY = "aw_mcp.merged_from"  # provenance: "file.gguf*weight,..."
 
@@ -40,12 +41,18 @@ def parse_part(text: str) -> SoupPart:
         raise ValueError(f"not PATH*WEIGHT: {text!r} (the weight is a number)") from None
 
 
-def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) -> Path:
+@dataclass(frozen=True)
+class MergedAdapter:
+    path: Path
+    rank: int
+    kept: float  # the least share of a tensor's change (squared Frobenius norm) kept; 1: exact
+
+
+def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) -> MergedAdapter:
     """Write the adapter whose change is the weighted sum of the parts' changes to ``out``;
     with ``rank``, its best approximation of that rank (exact where the summed rank is not
     above it; see ``truncate``). ValueError (naming the file) where the parts do not fit
     together."""
-    import gguf
     from gguf import GGUFReader
 
     if len(parts) < 2:
@@ -64,15 +71,8 @@ def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) ->
     for part, found in zip(parts[1:], tensors[1:], strict=True):
         if set(found) != set(tensors[0]):
             raise ValueError(f"{part.path} adapts other tensors than {parts[0].path}")
-    writer = gguf.GGUFWriter(out, arch=architecture)
-    writer.add_string("general.type", "adapter")
-    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    writer.add_string(PROFILE_KEY, first.profile or "")
-    writer.add_string(BASE_MODEL_KEY, first.base_model or "")
-    domains = list(dict.fromkeys(d for info in infos for d in info.domains))
-    writer.add_string(DOMAINS_KEY, ",".join(domains))
-    writer.add_string(SOURCES_KEY, ",".join(f"{p.path.name}*{p.weight:g}" for p in parts))
-    written_rank = 0
+    merged: dict[str, np.ndarray] = {}
+    written_rank, kept = 0, 1.0
     for name in sorted(n.removesuffix(".lora_a") for n in tensors[0] if n.endswith(".lora_a")):
         downs = [t[f"{name}.lora_a"] for t in tensors]  # (rank_i, in)
         ups = [t[f"{name}.lora_b"] for t in tensors]  # (out, rank_i)
@@ -81,28 +81,33 @@ def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) ->
             for part, info, a, b in zip(parts, infos, downs, ups, strict=True)
         ]
         down, up = np.concatenate(downs, 0), np.concatenate(scaled, 1)
-        if rank is not None:
+        if rank is not None and down.shape[0] > rank:
+            kept = min(kept, kept_energy(down, up, rank))
             down, up = truncate(down, up, rank)
         written_rank = down.shape[0]
-        writer.add_tensor(f"{name}.lora_a", down.astype(np.float16))
-        writer.add_tensor(f"{name}.lora_b", up.astype(np.float16))
-    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(written_rank))  # alpha / rank = 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
+        merged[f"{name}.lora_a"], merged[f"{name}.lora_b"] = down, up
+    header = {PROFILE_KEY: first.profile or "", BASE_MODEL_KEY: first.base_model or ""}
+    header[DOMAINS_KEY] = ",".join(dict.fromkeys(d for info in infos for d in info.domains))
+    header[SOURCES_KEY] = ",".join(f"{p.path.name}*{p.weight:g}" for p in parts)
+    # alpha = rank: llama.cpp's scale alpha / rank is 1, the weights carry the scales.
+    write_adapter_file(out, architecture, float(written_rank), header, merged)
+    return MergedAdapter(out, written_rank, kept)
 
 
-def truncate(down: np.ndarray, up: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best rank-``rank`` factors (in Frobenius norm) of ``up @ down``, from the SVD of
-    a small core: ``up = Qu Ru``, ``down.T = Qd Rd``, ``Ru @ Rd.T = U S V.T``."""
-    if down.shape[0] <= rank:
-        return down, up
+def _core_svd(down: np.ndarray, up: np.ndarray):
+    """``up @ down`` as ``Qu (U S V.T) Qd.T``: the SVD of a small core from two QRs
+    (``up = Qu Ru``, ``down.T = Qd Rd``, ``Ru @ Rd.T = U S V.T``)."""
     q_up, r_up = np.linalg.qr(up.astype(np.float64))
     q_down, r_down = np.linalg.qr(down.T.astype(np.float64))
     u, singular, vt = np.linalg.svd(r_up @ r_down.T)
+    return q_up, u, singular, vt, q_down
+
+
+def truncate(down: np.ndarray, up: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best rank-``rank`` factors (in Frobenius norm) of ``up @ down``."""
+    if down.shape[0] <= rank:
+        return down, up
+    q_up, u, singular, vt, q_down = _core_svd(down, up)
     root = np.sqrt(singular[:rank])
     new_up = (q_up @ u[:, :rank]) * root
     new_down = (root[:, None] * vt[:rank]) @ q_down.T
@@ -111,9 +116,7 @@ def truncate(down: np.ndarray, up: np.ndarray, rank: int) -> tuple[np.ndarray, n
 
 def kept_energy(down: np.ndarray, up: np.ndarray, rank: int) -> float:
     """The share of ``up @ down``'s squared Frobenius norm its best rank-``rank`` factors keep."""
-    _, r_up = np.linalg.qr(up.astype(np.float64))
-    _, r_down = np.linalg.qr(down.T.astype(np.float64))
-    singular = np.linalg.svd(r_up @ r_down.T, compute_uv=False)
+    singular = _core_svd(down, up)[2]
     return float((singular[:rank] ** 2).sum() / (singular**2).sum())
 
 

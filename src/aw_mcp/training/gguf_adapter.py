@@ -141,17 +141,10 @@ def read_gguf_adapter(
 def write_gguf_adapter(
     path: Path, weights: list[LoraWeights], meta: AdapterMetadata, dtype=np.float16
 ) -> Path:
-    import gguf
-
+    """The trained weights (transformers' layout) as a GGUF LoRA adapter llama.cpp loads."""
     names = _tensor_names(meta.architecture, meta.n_layers)
-    writer = gguf.GGUFWriter(path, arch=meta.architecture)
     permuted = meta.architecture in ROTARY_PERMUTED
-    writer.add_string("general.type", "adapter")
-    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(meta.alpha))
-    writer.add_string(PROFILE_KEY, meta.profile)
-    writer.add_string(BASE_MODEL_KEY, meta.base_model)
-    writer.add_string(DOMAINS_KEY, ",".join(meta.domains))
+    tensors: dict[str, np.ndarray] = {}
     for w in weights:
         base = names.get_name(w.name + ".weight", try_suffixes=(".weight",))
         if base is None:
@@ -161,8 +154,33 @@ def write_gguf_adapter(
             b = rotary_permute(b, meta.n_head)
         elif permuted and w.name.endswith("k_proj"):
             b = rotary_permute(b, meta.n_kv_head)
-        writer.add_tensor(f"{base}.lora_a", np.ascontiguousarray(w.a, dtype=dtype))
-        writer.add_tensor(f"{base}.lora_b", np.ascontiguousarray(b, dtype=dtype))
+        tensors[f"{base}.lora_a"] = w.a
+        tensors[f"{base}.lora_b"] = b
+    header = {PROFILE_KEY: meta.profile, BASE_MODEL_KEY: meta.base_model}
+    header[DOMAINS_KEY] = ",".join(meta.domains)
+    return write_adapter_file(path, meta.architecture, meta.alpha, header, tensors, dtype)
+
+
+def write_adapter_file(
+    path: Path,
+    architecture: str,
+    alpha: float,
+    header: dict[str, str],
+    tensors: dict[str, np.ndarray],
+    dtype=np.float16,
+) -> Path:
+    """A GGUF LoRA adapter file: its type and alpha, ``header``'s strings (aw-mcp's keys),
+    and ``tensors`` by GGUF name (``blk.N.attn_q.weight.lora_a``, in GGUF's layout)."""
+    import gguf
+
+    writer = gguf.GGUFWriter(path, arch=architecture)
+    writer.add_string("general.type", "adapter")
+    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(alpha))
+    for key, value in header.items():
+        writer.add_string(key, value)
+    for name, tensor in tensors.items():
+        writer.add_tensor(name, np.ascontiguousarray(tensor, dtype=dtype))
     path.parent.mkdir(parents=True, exist_ok=True)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
