@@ -22,6 +22,8 @@ from aw_mcp.engines.constraints import ConstrainedChooser, closing_tokens
 from aw_mcp.engines.loop_guard import LoopGuard, loops_by
 from aw_mcp.engines.sampling import SamplingParams, TokenSampler
 from aw_mcp.text_grammars import TextGrammar, compile_lark, expand
+from tests.fake_engine import FakeEngine
+from tests.faults_support import client_for, in_episode, make_simulator
 from tests.test_structured_output import engine, looping  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +137,7 @@ def test_closing_tokens_of_a_line_grammar_are_newlines_and_fences():
 class _OnlyToken:
     """A constraint that allows one token."""
 
-    closing_reserve, closing_chars = 0, "\n"
+    closing_reserve, closing_chars, closing_ranked = 0, "\n", False
 
     def __init__(self, token: int):
         self.token = token
@@ -224,3 +226,31 @@ def test_the_web_guard_catches_a_block_with_counting_refs_and_never_a_real_obser
         # Every prefix a decoder would have checked (every 7th character: loops are longer).
         ends = range(settings.min_span, len(text), 7)
         assert not any(loops_by(settings, text[:end]) for end in ends)
+
+
+# -- what the simulator asks of the engine -----------------------------------------------------
+
+SITE_DOWN = "The site is down: every page answers 503"
+
+
+@pytest.mark.anyio
+async def test_the_grammar_is_asked_for_until_a_world_condition_changes_the_answers():
+    """Plumbing (FakeEngine): the snapshot's grammar and the web loop rule reach the engine;
+    under a world condition the grammar is left out, since the answer may be an error."""
+    scenario = f"""
+name: outage
+rules:
+  - id: down
+    match: {{tool: browser_snapshot}}
+    when: {{nth: 2}}
+    effects: [{{kind: world, condition: "{SITE_DOWN}"}}]
+"""
+    fake = FakeEngine("### Page", context_window=16384)  # the web prompt and a snapshot
+    simulator = make_simulator(scenario, engine=fake, domain=WEB)
+    async with client_for(simulator) as client:
+        for arguments in ({}, {"depth": 3}):
+            await client.call_tool("browser_snapshot", arguments, meta=in_episode("ep"))
+    before, during = fake.requests
+    assert SITE_DOWN in during.messages[-1].content  # the condition is active on the 2nd
+    assert before.grammar == SNAPSHOT_GRAMMAR and during.grammar is None
+    assert before.loop_guard == during.loop_guard == WEB.generation.loop_guard
