@@ -56,6 +56,8 @@ import jsonschema
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from decode_modes import best_of_rounds  # noqa: E402  (benchmarks/, the script's folder)
+
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
 
 CAPTURES = REPO / "tests" / "data" / "tool-surfaces"
@@ -142,23 +144,20 @@ async def main() -> None:
             ChatMessage(role="system", content=f"You are the MCP tool {name}. Reply with JSON."),
             ChatMessage(role="user", content=f"{name} {arguments}"),
         ]
-        best = dict.fromkeys(modes, 0.0)
-        texts: dict[str, str] = {}
-        for _ in range(args.repeats):
-            for mode, (constraint, first) in modes.items():  # interleaved
-                engine.options.constraint = constraint or "off"
-                engine.options.grammar_first = first
-                request = GenerationRequest(
-                    messages=messages,
-                    max_tokens=args.max_tokens,
-                    json_schema=schema if constraint else None,
-                    cache_key=name,  # the prompt is evaluated once, decoding is measured
-                )
-                result = await engine.generate(request)
-                seconds = result.stats.seconds
-                speed = result.stats.completion_tokens / seconds if seconds > 0 else 0.0
-                best[mode] = max(best[mode], speed)
-                texts[mode] = result.text
+
+        async def generate(mode: str, messages=messages, schema=schema, name=name):
+            constraint, first = modes[mode]
+            engine.options.constraint = constraint or "off"
+            engine.options.grammar_first = first
+            request = GenerationRequest(
+                messages=messages,
+                max_tokens=args.max_tokens,
+                json_schema=schema if constraint else None,
+                cache_key=name,  # the prompt is evaluated once, decoding is measured
+            )
+            return await engine.generate(request)
+
+        best, texts = await best_of_rounds(modes, args.repeats, generate)
         for mode in modes:
             speeds[mode].append(best[mode])
             valid_count[mode] += valid(texts[mode], schema)
