@@ -78,7 +78,7 @@ async def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=384)
     args = parser.parse_args()
-    web = load_domain(str(REPO / "simulators" / "web.yaml"))
+    web = load_domain("web")  # the bundled web world, by name
     snapshot = next(t for t in web.tools if t.name == "browser_snapshot")
     grammar, rule = snapshot.simulation.answer_grammar, web.generation.loop_guard
     modes = {
