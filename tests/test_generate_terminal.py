@@ -23,11 +23,15 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import (
+    AFTER_FAULT,
     EXPLORE,
     HELDOUT_FAMILIES,
+    MAX_COMMANDS,
     TEMPLATES,
     episode_script,
+    template_of,
     templates_for,
+    world_fault_script,
 )
 from aw_mcp.trajectories.world_faults import world_fault
 from aw_mcp.trajectories.world_file import episode_worlds
@@ -215,16 +219,18 @@ def test_generate_counts_episodes_on_a_progress_bar_unless_quiet(tmp_path: Path,
 
 
 @needs_sandbox
+@pytest.mark.parametrize("tail", ["list", "template"])
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [("sandbox-disk-full", "No space left on device"), ("sandbox-read-only", "Permission denied")],
 )
 def test_world_fault_episodes_run_under_the_real_condition_and_carry_its_text(
-    tmp_path: Path, scenario: str, message: str
+    tmp_path: Path, scenario: str, message: str, tail: str
 ):
     fault = world_fault(scenario)
     assert fault.at == 4 and message in fault.condition  # the scenario file's rule and text
-    generate_terminal(tmp_path, seed=3, episodes=2, world_fault_name=scenario)
+    args = ["generate", "terminal", "--out", str(tmp_path), "--seed", "3", "--episodes", "2"]
+    assert main([*args, "--world-fault", scenario, "--fault-tail", tail, "--quiet"]) == 0
     episodes = load_record_dir(tmp_path)
     assert len(episodes) == 2
     for episode in episodes:
@@ -235,10 +241,34 @@ def test_world_fault_episodes_run_under_the_real_condition_and_carry_its_text(
         assert all(r.conditions == [fault.condition] for r in after)
         assert not any(message in r.observation for r in before)
     # Writes after the condition fail for real (each episode has 4-6 commands after it,
-    # drawn from a list that is mostly writes).
+    # drawn from a list that is mostly writes, or its template's next ones and 2-3 of them).
     shown = [r for e in episodes for r in e.records if message in r.observation]
     assert shown and all(r.index >= fault.at for r in shown)
     assert "aw-sandbox" not in Path("/proc/self/mounts").read_text()  # the tmpfs is gone
+
+
+def test_a_template_tail_runs_the_templates_own_commands_under_the_condition():
+    """--fault-tail template: the episode's template goes on under the condition (its own
+    next commands, as its earlier ones set them up), then 2-3 commands of the fixed list."""
+    at = 4
+    tails = []
+    for episode in range(len(templates_for("train"))):
+        template, commands = world_fault_script("train", 9, episode, at, "template")
+        assert template == template_of("train", episode)
+        built = template.build(random.Random(f"terminal-world-fault-template:train:9:{episode}"))
+        own = built[:MAX_COMMANDS][: at + 5]
+        assert commands[: len(own)] == own  # before the condition and under it: the template's
+        tail = commands[len(own) :]
+        assert 2 <= len(tail) <= 3 and set(tail) <= set(AFTER_FAULT["train"])
+        tails.append(len(own) - (at - 1))
+    assert min(tails) >= 3  # every template has commands of its own left for the condition
+    # The same arguments, the same episode; another seed, another one.
+    assert world_fault_script("train", 9, 0, at, "template") == world_fault_script(
+        "train", 9, 0, at, "template"
+    )
+    assert world_fault_script("train", 9, 0, at, "template") != world_fault_script(
+        "train", 10, 0, at, "template"
+    )
 
 
 def test_world_fault_needs_a_condition_the_sandbox_can_make_real():

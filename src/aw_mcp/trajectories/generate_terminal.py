@@ -41,6 +41,7 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import (
+    FaultTail,
     Split,
     episode_script,
     named_templates,
@@ -87,13 +88,15 @@ def run_episode(
     fault: WorldFault | None = None,
     world: SandboxWorld = LEGACY_WORLD,
     templates: Sequence[str] = (),
+    fault_tail: FaultTail = "list",
 ) -> CallRecord | None:
     """Run one scripted episode in a fresh sandbox and write its records; returns the last.
     With ``fault``, the condition is made true before call ``fault.at`` and every call from
     then on carries its text, as the fault layer would write it into the prompt. ``world``:
-    the machine the sandbox is built as; ``templates``: draw only these script templates."""
+    the machine the sandbox is built as; ``templates``: draw only these script templates;
+    ``fault_tail``: what runs under the condition (``world_fault_script``)."""
     if fault:
-        template, commands = world_fault_script(split, seed, number, fault.at)
+        template, commands = world_fault_script(split, seed, number, fault.at, fault_tail)
     else:
         varied = world is not LEGACY_WORLD
         template, commands = episode_script(split, seed, number, varied, templates)
@@ -243,13 +246,15 @@ def generate_terminal(
     world_fault_name: str | None = None,
     worlds: WorldMode = "fixed",
     templates: Sequence[str] = (),
+    fault_tail: FaultTail = "list",
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
     Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
     a world-fault scenario the sandbox makes real (``world_faults.REAL_CONDITIONS``).
     ``worlds="varied"``: every episode runs in a world of its own (``worlds.py``), written to
     ``out/worlds/<episode>.yaml``. ``templates``: only these script templates, in turn (not
-    with a world fault, whose episodes have their own script)."""
+    with a world fault, whose episodes have their own script). ``fault_tail``: with a world
+    fault, what runs under it (``world_fault_script``)."""
     if templates and world_fault_name:
         raise ValueError("--templates does not apply to world-fault episodes")
     if templates:  # a wrong name fails here, before any sandbox starts
@@ -263,7 +268,7 @@ def generate_terminal(
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
         world = episode_world(split, seed, number) if worlds == "varied" else LEGACY_WORLD
-        run_episode(split, seed, number, sink, command_timeout, fault, world, templates)
+        run_episode(split, seed, number, sink, command_timeout, fault, world, templates, fault_tail)
         if worlds == "varied":
             date = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
             write_episode_world(out, eid, episode_world_spec(world, seen, date))

@@ -1275,12 +1275,25 @@ def episode_script(
     return template, commands
 
 
+FaultTail = Literal["list", "template"]
+
+
 def world_fault_script(
-    split: Split, seed: int, episode: int, at: int
+    split: Split, seed: int, episode: int, at: int, tail: FaultTail = "list"
 ) -> tuple[Template, list[str]]:
-    """A world-fault episode: a template's first ``at - 1`` commands, then 4-6 commands of
-    ``AFTER_FAULT`` (the condition holds from command ``at`` on)."""
-    rng = random.Random(f"terminal-world-fault:{split}:{seed}:{episode}")
+    """A world-fault episode: a template's first ``at - 1`` commands, then (the condition
+    holds from command ``at`` on) ``tail``:
+    - ``list``: 4-6 commands of ``AFTER_FAULT`` (the episodes committed so far);
+    - ``template``: the template goes on under the condition, its own next commands (at most
+      6), then 2-3 of ``AFTER_FAULT``: the condition meets every kind of command the split's
+      templates write, not one fixed list's."""
+    if tail == "list":  # the draws this tail always made (its own seed string)
+        rng = random.Random(f"terminal-world-fault:{split}:{seed}:{episode}")
+        template = template_of(split, episode)
+        before = template.build(rng)[: at - 1]
+        return template, before + rng.sample(AFTER_FAULT[split], rng.randint(4, 6))
+    rng = random.Random(f"terminal-world-fault-{tail}:{split}:{seed}:{episode}")
     template = template_of(split, episode)
-    before = template.build(rng)[: at - 1]
-    return template, before + rng.sample(AFTER_FAULT[split], rng.randint(4, 6))
+    commands = template.build(rng)[:MAX_COMMANDS]
+    after = commands[at - 1 : at + 5] + rng.sample(AFTER_FAULT[split], rng.randint(2, 3))
+    return template, commands[: at - 1] + after

@@ -36,6 +36,14 @@ class TerminalSource:
             "condition text",
         )
         parser.add_argument(
+            "--fault-tail",
+            choices=["list", "template"],
+            default="list",
+            help="with --world-fault, what runs under the condition: list, 4-6 commands of a "
+            "fixed list (the committed episodes); template, the episode's template goes on "
+            "(its own next commands), then 2-3 of the list",
+        )
+        parser.add_argument(
             "--worlds",
             choices=["fixed", "varied"],
             default="fixed",
@@ -69,6 +77,7 @@ class TerminalSource:
             args.world_fault,
             args.worlds,
             args.templates,
+            args.fault_tail,
         )
 
 
