@@ -74,6 +74,22 @@ def test_scripts_depend_only_on_the_seed():
             assert script(random.Random("a")) == script(random.Random("a"))
 
 
+def test_generate_draws_only_the_named_templates_and_a_wrong_name_lists_them():
+    web = source("web")
+    banner = web.only_templates("train", ["banner"])
+    assert [t.name for t in banner] == ["banner"] and web.only_templates("train", []) == []
+    with pytest.raises(ValueError, match=r"no train template sign_in of web .*banner"):
+        web.only_templates("train", ["sign_in"])  # a held-out template, not a training one
+    # A banner episode clicks the banner's links by the refs of the LATEST snapshot (not a
+    # stale one, which the errors template clicks on purpose) and snapshots where they lead.
+    for n in range(20):
+        calls = banner[0].build(random.Random(f"b{n}"))
+        clicks = [args for tool, args in calls if tool == "browser_click"]
+        assert clicks and all(not args["target"].first for args in clicks)
+        assert all(args["target"].name in web_source.BANNER for args in clicks)
+        assert calls[-1] == web_source.SNAPSHOT
+
+
 def test_refs_are_taken_from_the_latest_snapshot_or_on_purpose_from_the_first():
     seen = [
         '- link "Books" [ref=e5] [cursor=pointer]:\n- button "Add to cart" [ref=e23]',

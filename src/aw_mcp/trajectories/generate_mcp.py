@@ -119,6 +119,7 @@ class McpWorld:
     seed: Callable[[Path], None]  # fills the folder mounted at mount_at
     servers: dict[str, list[str]]  # label -> command (run inside the sandbox)
     scripts: dict[Split, Script]  # a split without a script is not recorded
+    templates: list[Template] = field(default_factory=list)  # the named kinds scripts draw from
     world: dict[str, Any] = field(default_factory=dict)
     summary: str = ""
     versions: dict[str, str] = field(default_factory=dict)  # package -> pinned version
@@ -159,16 +160,39 @@ class McpWorld:
             help=f"replace a server's command (labels: {', '.join(self.servers)}); it runs "
             "as the world's user, so it must be executable by that user",
         )
+        if self.templates:
+            parser.add_argument(
+                "--templates",
+                type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                default=[],
+                metavar="NAME[,NAME...]",
+                help="draw only these episode templates of the split (a wrong name lists them)",
+            )
         add_quiet_flag(parser)
 
     def generate(self, args: argparse.Namespace) -> list[Path]:
         if args.episodes < 1:
             raise ValueError("--episodes must be at least 1")
+        only = self.only_templates(args.split, getattr(args, "templates", []))
         if bad := [item for item in args.server if "=" not in item]:
             raise ValueError(f"--server needs LABEL=COMMAND, got {bad[0]!r}")
         servers = {k: shlex.split(v) for k, v in (s.split("=", 1) for s in args.server)}
         world = self.prepared(servers)
+        if only:
+            drawn = template_scripts(only)[args.split]
+            world = dataclasses.replace(world, scripts={args.split: drawn})
         return generate_mcp_world(world, args.out, args.seed, args.episodes, args.quiet, args.split)
+
+    def only_templates(self, split: Split, names: list[str]) -> list[Template]:
+        """The split's templates called ``names`` (none: []); an unknown name is a ValueError
+        that lists the split's templates."""
+        pool = {t.name: t for t in self.templates if t.heldout == (split == "heldout")}
+        if unknown := [n for n in names if n not in pool]:
+            raise ValueError(
+                f"no {split} template {', '.join(unknown)} of {self.name} "
+                f"(its {split} templates: {', '.join(sorted(pool))})"
+            )
+        return [pool[n] for n in names]
 
     def prepared(self, servers: dict[str, list[str]] | None = None) -> McpWorld:
         """A copy ready to run: server commands replaced by ``servers`` (label -> command),
@@ -218,6 +242,7 @@ def mcp_user_world(
         env={**MCP_ENV, **(env or {})},
         seed=seed or home_seed(MCP_USER),
         scripts=template_scripts(templates),
+        templates=templates,
         **fields,
     )
 

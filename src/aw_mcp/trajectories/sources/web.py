@@ -5,10 +5,10 @@ system Chromium (``--executable-path``; no browser download), as user ``web``, a
 sites :mod:`web_sites` serves while the source records: the bookshop application and the
 libffi manual (training), the valgrind manual (a held-out site). Episodes navigate, take
 snapshots, click links and buttons by the refs of the last snapshot (:class:`Ref`), type
-into the search box, fill and submit the checkout form (valid and invalid), and hit 404/500
-pages, a refused connection and stale refs. Observations are exactly what Playwright MCP
-returned (snapshot file names carry the real time). Held out: the whole valgrind site and the
-shop template ``sign_in``.
+into the search box, follow the banner's links, fill and submit the checkout form (valid and
+invalid), and hit 404/500 pages, a refused connection and stale refs. Observations are
+exactly what Playwright MCP returned (snapshot file names carry the real time). Held out: the
+whole valgrind site and the shop template ``sign_in``.
 """
 
 from __future__ import annotations
@@ -208,6 +208,19 @@ def _errors(rng: random.Random) -> list[Call]:
     return calls
 
 
+# The banner's links a training episode follows (Sign in opens the held-out template's page).
+BANNER = ["Home", "Books", "Gift cards", "Cart (0)"]  # a fresh profile: an empty cart
+
+
+def _banner(rng: random.Random) -> list[Call]:
+    """Follow the banner's links by the refs of a fresh snapshot: where each one leads."""
+    start = rng.choice([SHOP_URL + "/", f"{SHOP_URL}/books/{_book(rng)}", f"{SHOP_URL}/cart"])
+    calls = [_nav(start), SNAPSHOT]
+    for link in rng.sample(BANNER, rng.randint(1, 2)):
+        calls += [_click(f"{link} link", Ref("link", link)), SNAPSHOT]
+    return calls
+
+
 def _docs(rng: random.Random) -> list[Call]:
     page = rng.choice(list(LIBFFI))
     title, next_title = LIBFFI[page]
@@ -303,6 +316,20 @@ def _sites() -> Iterator[None]:
         yield
 
 
+TEMPLATES = [
+    Template("browse_catalogue", _browse_catalogue),
+    Template("search", _search),
+    Template("add_to_cart", _add_to_cart),
+    Template("checkout", _checkout),
+    Template("errors", _errors),
+    Template("banner", _banner),
+    Template("docs", _docs),
+    Template("page_tools", _page_tools),
+    Template("sign_in", _sign_in, heldout=True),
+    Template("valgrind", _valgrind, heldout=True),
+]
+
+
 SOURCE = McpWorld(
     name="web",
     summary="the real Playwright MCP server with Debian's Chromium on the loopback bookshop "
@@ -326,19 +353,8 @@ SOURCE = McpWorld(
             VIEWPORT,
         ]
     },
-    scripts=template_scripts(
-        [
-            Template("browse_catalogue", _browse_catalogue),
-            Template("search", _search),
-            Template("add_to_cart", _add_to_cart),
-            Template("checkout", _checkout),
-            Template("errors", _errors),
-            Template("docs", _docs),
-            Template("page_tools", _page_tools),
-            Template("sign_in", _sign_in, heldout=True),
-            Template("valgrind", _valgrind, heldout=True),
-        ]
-    ),
+    scripts=template_scripts(TEMPLATES),
+    templates=TEMPLATES,
     around=_sites,
     measure=_bundled_facts,
 )
