@@ -76,18 +76,22 @@ def test_scripts_depend_only_on_the_seed():
 
 def test_generate_draws_only_the_named_templates_and_a_wrong_name_lists_them():
     web = source("web")
-    banner = web.only_templates("train", ["banner"])
-    assert [t.name for t in banner] == ["banner"] and web.only_templates("train", []) == []
+    assert web.drawing_only("train", []) is web
     with pytest.raises(ValueError, match=r"no train template sign_in of web .*banner"):
-        web.only_templates("train", ["sign_in"])  # a held-out template, not a training one
-    # A banner episode clicks the banner's links by the refs of the LATEST snapshot (not a
-    # stale one, which the errors template clicks on purpose) and snapshots where they lead.
+        web.drawing_only("train", ["sign_in"])  # a held-out template, not a training one
+    only = web.drawing_only("train", ["banner"])  # what `generate web --templates banner` runs
+    assert set(only.scripts) == {"train"}
+    # Every episode is a banner one: it clicks the banner's links by the refs of the LATEST
+    # snapshot (not a stale one, which the errors template clicks on purpose) and snapshots
+    # where they lead. The full pool draws other templates too.
     for n in range(20):
-        calls = banner[0].build(random.Random(f"b{n}"))
+        calls = only.scripts["train"](random.Random(f"b{n}"))
         clicks = [args for tool, args in calls if tool == "browser_click"]
         assert clicks and all(not args["target"].first for args in clicks)
         assert all(args["target"].name in web_source.BANNER for args in clicks)
         assert calls[-1] == web_source.SNAPSHOT
+    drawn = [web.scripts["train"](random.Random(f"b{n}")) for n in range(20)]
+    assert any(tool == "browser_type" for calls in drawn for tool, _ in calls)
 
 
 def test_refs_are_taken_from_the_latest_snapshot_or_on_purpose_from_the_first():

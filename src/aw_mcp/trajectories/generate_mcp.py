@@ -118,8 +118,10 @@ class McpWorld:
     user: str
     seed: Callable[[Path], None]  # fills the folder mounted at mount_at
     servers: dict[str, list[str]]  # label -> command (run inside the sandbox)
-    scripts: dict[Split, Script]  # a split without a script is not recorded
-    templates: list[Template] = field(default_factory=list)  # the named kinds scripts draw from
+    # A split without a script is not recorded. Sources of named templates give ``templates``
+    # and leave ``scripts`` empty: it is drawn from them (``template_scripts``).
+    scripts: dict[Split, Script] = field(default_factory=dict)
+    templates: list[Template] = field(default_factory=list)
     world: dict[str, Any] = field(default_factory=dict)
     summary: str = ""
     versions: dict[str, str] = field(default_factory=dict)  # package -> pinned version
@@ -129,6 +131,10 @@ class McpWorld:
     # Started once around all episodes (e.g. a web site on loopback the servers read).
     around: Callable[[], AbstractContextManager[Any]] | None = None
     measure: Callable[[], dict[str, Any]] | None = None  # world facts measured on demand
+
+    def __post_init__(self) -> None:
+        if self.templates and not self.scripts:
+            self.scripts = template_scripts(self.templates)
 
     def environment(self) -> dict[str, str]:
         home = f"/home/{self.user}" if self.mount_at == "/home" else self.mount_at
@@ -173,19 +179,25 @@ class McpWorld:
     def generate(self, args: argparse.Namespace) -> list[Path]:
         if args.episodes < 1:
             raise ValueError("--episodes must be at least 1")
-        only = self.only_templates(args.split, getattr(args, "templates", []))
+        names = getattr(args, "templates", [])
+        if names:  # a wrong name fails here, before any sandbox starts
+            self.only_templates(args.split, names)
         if bad := [item for item in args.server if "=" not in item]:
             raise ValueError(f"--server needs LABEL=COMMAND, got {bad[0]!r}")
         servers = {k: shlex.split(v) for k, v in (s.split("=", 1) for s in args.server)}
-        world = self.prepared(servers)
-        if only:
-            drawn = template_scripts(only)[args.split]
-            world = dataclasses.replace(world, scripts={args.split: drawn})
+        world = self.prepared(servers).drawing_only(args.split, names)
         return generate_mcp_world(world, args.out, args.seed, args.episodes, args.quiet, args.split)
 
+    def drawing_only(self, split: Split, names: list[str]) -> McpWorld:
+        """A copy whose ``split`` episodes draw only the templates called ``names`` (none:
+        this world as it is)."""
+        if not names:
+            return self
+        return dataclasses.replace(self, templates=self.only_templates(split, names), scripts={})
+
     def only_templates(self, split: Split, names: list[str]) -> list[Template]:
-        """The split's templates called ``names`` (none: []); an unknown name is a ValueError
-        that lists the split's templates."""
+        """The split's templates called ``names``; an unknown name is a ValueError that lists
+        the split's templates."""
         pool = {t.name: t for t in self.templates if t.heldout == (split == "heldout")}
         if unknown := [n for n in names if n not in pool]:
             raise ValueError(
@@ -241,7 +253,6 @@ def mcp_user_world(
         user=MCP_USER,
         env={**MCP_ENV, **(env or {})},
         seed=seed or home_seed(MCP_USER),
-        scripts=template_scripts(templates),
         templates=templates,
         **fields,
     )

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from aw_mcp.trajectories.generate_mcp import Call, McpWorld, Ref, Template, template_scripts
+from aw_mcp.trajectories.generate_mcp import Call, McpWorld, Ref, Template
 from aw_mcp.trajectories.generate_mcp import home_seed as _home_seed
 from aw_mcp.trajectories.sandbox import SandboxUnavailable
 from aw_mcp.trajectories.sources.web_sites import (
@@ -353,7 +353,6 @@ SOURCE = McpWorld(
             VIEWPORT,
         ]
     },
-    scripts=template_scripts(TEMPLATES),
     templates=TEMPLATES,
     around=_sites,
     measure=_bundled_facts,
