@@ -271,6 +271,15 @@ def test_a_template_tail_runs_the_templates_own_commands_under_the_condition():
     )
 
 
+def test_the_lists_after_a_fault_are_disjoint_and_training_writes_every_kind():
+    """The held-out list is its own (no training command in it), and the training list writes
+    in every way the training templates do, not one or two."""
+    train, heldout = AFTER_FAULT["train"], AFTER_FAULT["heldout"]
+    assert set(train).isdisjoint(heldout) and len(set(train)) == len(train)
+    for write in (">>", "<<'EOF'", "tee ", "sed -i", "ln -s", "touch ", "for ", "tar c", "rm "):
+        assert any(write in command for command in train), write
+
+
 def test_world_fault_needs_a_condition_the_sandbox_can_make_real():
     with pytest.raises(ValueError, match="sandbox-disk-full"):
         world_fault("disk-full")  # a bundled scenario, but nothing here makes it real

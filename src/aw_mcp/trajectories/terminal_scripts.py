@@ -1207,6 +1207,19 @@ AFTER_FAULT: dict[Split, list[str]] = {
         "git init -q",
         "ls | wc -l",
         "seq 100 > numbers.txt; tail -n 1 numbers.txt",
+        # Every kind of write the training templates make elsewhere (heredoc, tee, sed -i,
+        # links, chmod, loops, archives, several files at once), so a condition that breaks
+        # writes is learned for writes, not for the first list's few commands.
+        "cat > notes.md <<'EOF'\n- todo\nEOF",
+        "touch one.txt two.txt && ls",
+        "echo hello | tee greeting.txt",
+        "sed -i 's/^/# /' \"$(ls | head -n 1)\"",
+        'ln -s "$(ls | head -n 1)" link.txt && ls -l link.txt',
+        'chmod +x "$(ls | head -n 1)" && ls -l',
+        "for i in 1 2 3; do echo $i > part$i.txt; done; ls part*",
+        "tar cf backup.tar * && ls",
+        'head -n 2 "$(ls | head -n 1)"',
+        "git add -A && git commit -qm wip && git log --oneline | head -n 1",
     ],
     "heldout": [
         "echo 'final entry' > log.txt",
