@@ -83,7 +83,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 class CommandTimeout(RuntimeError):
-    """A command did not finish within the per-command timeout; the sandbox is gone."""
+    """A command did not finish within the per-command timeout; its shell was killed."""
 
 
 def ensure_user(user: str = USER) -> None:
@@ -167,6 +167,85 @@ def gitconfig_of(world: SandboxWorld) -> str:
     return f"[user]\n\tname = {name}\n\temail = {email}\n[init]\n\tdefaultBranch = main\n"
 
 
+# The interactive bash of a sandbox (see the module's docstring for why interactive).
+BASH = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
+
+
+class Shell:
+    """One real bash process started by ``argv`` (a :func:`sandboxed_command` running
+    :data:`BASH`), fed one command at a time: ``cd``, variables and files carry over.
+    Startup output (job-control warnings) is dropped; :meth:`close` kills its process group."""
+
+    def __init__(self, argv: list[str], command_timeout: float = 10.0):
+        self.command_timeout = command_timeout
+        self._buffer = b""
+        self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # one process group to kill on a timeout
+        )
+        try:
+            self.run(_INIT)
+        except Exception:
+            self.close()
+            raise
+
+    def run(self, command: str) -> tuple[str, int]:
+        """Run one command line in this shell: (everything it printed, exit code)."""
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise RuntimeError("the shell is not running")
+        # A group, so `cd` and variables stay in this shell; stdin from /dev/null, so a command
+        # that reads input cannot swallow the next command.
+        # The sentinel goes on its own line: an expansion error aborts the rest of its line.
+        script = f"{{ {command}\n}} </dev/null\nprintf '\\036AW-END:%d\\036' \"$?\"\n"
+        try:
+            proc.stdin.write(script.encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"the shell has exited; output: {self._buffer!r}") from None
+        return self._read_until_sentinel(command)
+
+    def _read_until_sentinel(self, command: str) -> tuple[str, int]:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + self.command_timeout
+        while True:
+            start = self._buffer.find(_SENTINEL)
+            if start >= 0:
+                end = self._buffer.find(_SENTINEL_END, start + len(_SENTINEL))
+                if end >= 0:
+                    output = self._buffer[:start]
+                    code = int(self._buffer[start + len(_SENTINEL) : end])
+                    self._buffer = self._buffer[end + 1 :]
+                    return output.decode("utf-8", errors="replace"), code
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise CommandTimeout(f"{command!r} ran past {self.command_timeout:g}s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise RuntimeError(
+                        f"the shell exited during {command!r}; output: {self._buffer!r}"
+                    )
+                self._buffer += chunk
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+
 class BashSandbox:
     """One episode's real shell. Use as a context manager; :meth:`run` one command at a time."""
 
@@ -186,8 +265,7 @@ class BashSandbox:
         self._disk_bytes = disk_bytes
         self._mounted = False
         self._root: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
+        self._shell: Shell | None = None
 
     def __enter__(self) -> BashSandbox:
         self._root = Path(tempfile.mkdtemp(prefix="aw-sandbox-", dir=self._scratch))
@@ -218,22 +296,15 @@ class BashSandbox:
                 world.user,
                 world.working_directory,
                 environment_of(world),
-                ["bash", "--noprofile", "--norc", "--noediting", "-i"],
+                BASH,
                 hostname=world.hostname,
                 extra_mounts={str(self._root / "srv"): "/srv"},
             )
         except SandboxUnavailable:
             self.close()
             raise
-        self._proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # one process group to kill on a timeout
-        )
         try:
-            self.run(_INIT)  # what bash printed at start-up (job-control warnings) is dropped
+            self._shell = Shell(argv, self.command_timeout)
             if world.git_commits:
                 self._commit_history(world.git_commits)
         except Exception as exc:
@@ -296,56 +367,14 @@ class BashSandbox:
 
     def run(self, command: str) -> tuple[str, int]:
         """Run one command line in the episode's shell: (everything it printed, exit code)."""
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        if self._shell is None:
             raise RuntimeError("the sandbox is not running")
-        # A group, so `cd` and variables stay in this shell; stdin from /dev/null, so a command
-        # that reads input cannot swallow the next command.
-        # The sentinel goes on its own line: an expansion error aborts the rest of its line.
-        script = f"{{ {command}\n}} </dev/null\nprintf '\\036AW-END:%d\\036' \"$?\"\n"
-        try:
-            proc.stdin.write(script.encode())
-            proc.stdin.flush()
-        except BrokenPipeError:
-            raise RuntimeError(f"the shell has exited; output: {self._buffer!r}") from None
-        return self._read_until_sentinel(command)
-
-    def _read_until_sentinel(self, command: str) -> tuple[str, int]:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        deadline = time.monotonic() + self.command_timeout
-        while True:
-            start = self._buffer.find(_SENTINEL)
-            if start >= 0:
-                end = self._buffer.find(_SENTINEL_END, start + len(_SENTINEL))
-                if end >= 0:
-                    output = self._buffer[:start]
-                    code = int(self._buffer[start + len(_SENTINEL) : end])
-                    self._buffer = self._buffer[end + 1 :]
-                    return output.decode("utf-8", errors="replace"), code
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.close()
-                raise CommandTimeout(f"{command!r} ran past {self.command_timeout:g}s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise RuntimeError(
-                        f"the shell exited during {command!r}; output: {self._buffer!r}"
-                    )
-                self._buffer += chunk
+        return self._shell.run(command)
 
     def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            shell.close()
         root, self._root = self._root, None
         if root is not None:
             if self._mounted:
