@@ -39,7 +39,7 @@ from aw_mcp.trajectories.volatile import mask_volatile
 from tests.fake_engine import FakeEngine
 
 MCP_SOURCES = [name for name in SOURCE_NAMES if isinstance(source(name), McpWorld)]
-NEW_SOURCES = [name for name in MCP_SOURCES if name not in ("os", "swe")]  # os/swe: no split
+NEW_SOURCES = [name for name in MCP_SOURCES if name != "os"]  # os: a held-out seed, no split
 
 
 def test_at_least_eight_real_sources_each_with_pinned_versions():

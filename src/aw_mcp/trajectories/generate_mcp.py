@@ -5,10 +5,13 @@ which seed folder and which scripts; this is the runner they share.
 Each episode gets a fresh copy of the source's seed folder, bind-mounted at the world's path in
 private namespaces (see sandbox.py); every server runs behind its own ``aw-mcp record`` proxy
 writing the same episode file, and the driver calls them one at a time, so the call numbers
-run on across servers. The scripts are drawn from a seeded RNG; observations are what the
-servers answered (times, hashes, ids as printed). Beside the episodes: ``world.yaml`` (the seed
-as world facts), ``source.yaml`` (the source, split, seed and pinned server versions) and
-``tools/<domain>.json`` (the real tools/list).
+run on across servers. A source's shell tools (shell_tools.py: ``run_command``, ``run_tests``)
+are answered by one real bash per episode in the same sandbox, as the same user, and written
+to the same file in turn. The scripts are drawn from a seeded RNG; observations are what the
+servers and bash answered (times, hashes, ids as printed). Beside the episodes: ``world.yaml``
+(the seed as world facts), ``source.yaml`` (the source, split, seed and pinned and measured
+versions) and ``tools/<domain>.json`` (every server's real tools/list, then the shell tools as
+the domain serves them).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import json
 import logging
 import os
 import random
@@ -25,6 +29,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, AsyncExitStack
 from dataclasses import dataclass, field
@@ -35,12 +40,21 @@ import anyio
 import yaml
 from mcp import Client, MCPError
 
-from aw_mcp.domain.loader import bundled_domain_names
+from aw_mcp.capture import write_capture
+from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.episode.store import RecordSink
 from aw_mcp.progress_bar import add_quiet_flag, counted
 from aw_mcp.trajectories.export import CAPTURES_FOLDER
-from aw_mcp.trajectories.record_proxy import observation_of, proxy_target
-from aw_mcp.trajectories.sandbox import SandboxUnavailable, sandboxed_command
+from aw_mcp.trajectories.record_proxy import EpisodeRecorder, observation_of, proxy_target
+from aw_mcp.trajectories.sandbox import (
+    BASH,
+    PATH,
+    SandboxUnavailable,
+    Shell,
+    observation_text,
+    sandboxed_command,
+)
+from aw_mcp.trajectories.shell_tools import ShellTool
 from aw_mcp.trajectories.text_hints import annotate_captures
 from aw_mcp.trajectories.world_file import recorded_date_fact, write_world_file
 
@@ -49,6 +63,7 @@ log = logging.getLogger(__name__)
 Call = tuple[str, dict[str, Any]]
 Script = Callable[[random.Random], list[Call]]
 Split = Literal["train", "heldout"]
+SHELL_TIMEOUT = 30.0  # seconds a shell tool's command may run (run_command's own default)
 
 
 @dataclass(frozen=True)
@@ -130,7 +145,15 @@ class McpWorld:
     env: dict[str, str] = field(default_factory=dict)  # more environment for the servers
     # Started once around all episodes (e.g. a web site on loopback the servers read).
     around: Callable[[], AbstractContextManager[Any]] | None = None
-    measure: Callable[[], dict[str, Any]] | None = None  # world facts measured on demand
+    # World facts measured on demand, given the versions (pinned and measured).
+    measure: Callable[[dict[str, str]], dict[str, Any]] | None = None
+    # Tools answered by a real bash in the episode's sandbox (shell_tools.py); the shell
+    # starts in shell_workdir (default: the servers' working directory).
+    shell_tools: list[ShellTool] = field(default_factory=list)
+    shell_workdir: str = ""
+    # name -> a command printing its version in that shell (e.g. the python the shell
+    # tools run): measured in a fresh sandbox by ``prepared`` into ``versions``.
+    shell_versions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.templates and not self.scripts:
@@ -143,6 +166,49 @@ class McpWorld:
         )
         base = {"HOME": home, "USER": self.user, "PATH": path, "LANG": "C.UTF-8", "TZ": "UTC"}
         return base | self.env
+
+    def shell_environment(self) -> dict[str, str]:
+        """The shell tools' bash environment: the servers' without the generator's own
+        virtualenv at the head of PATH (its python is root's; the agent's shell has the
+        machine's own python3, as a user at a prompt would)."""
+        return self.environment() | {"PATH": PATH, "SHELL": "/bin/bash", "LOGNAME": self.user}
+
+    def start_shell(self, root: Path) -> Shell:
+        """A real bash as the world's user in the sandbox of the seed folder ``root``."""
+        workdir = self.shell_workdir or self.workdir or self.mount_at
+        argv = sandboxed_command(
+            root, self.mount_at, self.user, workdir, self.shell_environment(), BASH
+        )
+        try:
+            return Shell(argv, SHELL_TIMEOUT)
+        except RuntimeError as exc:
+            raise SandboxUnavailable(
+                f"the shell of world {self.name} did not start: {exc}"
+            ) from None
+
+    def measure_shell_versions(self) -> dict[str, str]:
+        """What each ``shell_versions`` probe prints in a fresh sandbox's shell; a probe that
+        fails or prints nothing (the tool is not installed for the sandbox's user) is
+        SandboxUnavailable."""
+        if not self.shell_versions:
+            return {}
+        root = Path(tempfile.mkdtemp(prefix=f"aw-{self.name}-probe-"))
+        try:
+            self.seed(root)
+            shell = self.start_shell(root)
+            try:
+                seen = {name: shell.run(probe) for name, probe in self.shell_versions.items()}
+            finally:
+                shell.close()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if failed := {n: out for n, (out, code) in seen.items() if code != 0 or not out.strip()}:
+            name, output = next(iter(failed.items()))
+            raise SandboxUnavailable(
+                f"{name} is not usable by user {self.user} in the sandbox "
+                f"({self.shell_versions[name]!r}): {output.strip()}"
+            )
+        return {name: out.strip() for name, (out, _) in seen.items()}
 
     # -- the Source protocol ----------------------------------------------------------------
 
@@ -211,13 +277,14 @@ class McpWorld:
         world facts measured, the mount point made."""
         if unknown := set(servers or {}) - set(self.servers):
             raise ValueError(f"world {self.name} has no server {sorted(unknown)[0]!r}")
-        world = dataclasses.replace(
+        Path(self.mount_at).mkdir(exist_ok=True)  # an empty mount point (e.g. /workspace)
+        versions = {**self.versions, **self.measure_shell_versions()}
+        return dataclasses.replace(
             self,
             servers={**self.servers, **(servers or {})},
-            world=copy.deepcopy(self.world or (self.measure() if self.measure else {})),
+            versions=versions,
+            world=copy.deepcopy(self.world or (self.measure(versions) if self.measure else {})),
         )
-        Path(world.mount_at).mkdir(exist_ok=True)  # an empty mount point (e.g. /workspace)
-        return world
 
 
 def home_seed(user: str, files: dict[str, str] | None = None) -> Callable[[Path], None]:
@@ -297,11 +364,18 @@ def _proxy(world: McpWorld, out: Path, episode: str, root: Path, command: list[s
     return proxy_target(out, inner, "--domain", world.domain or world.name, "--episode", episode)
 
 
-async def _run_episode(world: McpWorld, out: Path, episode: str, calls: list[Call]) -> None:
+async def _run_episode(
+    world: McpWorld, out: Path, episode: str, calls: list[Call]
+) -> list[dict[str, Any]]:
+    """Run ``calls`` in a fresh sandbox, recording each into ``out``; returns the servers'
+    tools as their proxies saved them (each proxy overwrites the domain's capture file when
+    it starts, so it is read after each start)."""
+    capture = out / CAPTURES_FOLDER / f"{world.domain or world.name}.json"
     root = Path(tempfile.mkdtemp(prefix=f"aw-{world.name}-"))
     try:
         world.seed(root)
         owner: dict[str, Client] = {}
+        listed_tools: list[dict[str, Any]] = []
         async with AsyncExitStack() as stack:
             for label, command in world.servers.items():
                 target = _proxy(world, out, episode, root, command)
@@ -316,23 +390,62 @@ async def _run_episode(world: McpWorld, out: Path, episode: str, calls: list[Cal
                         "executable by that user (a virtualenv whose python lives under "
                         "/root is not)"
                     ) from None
-                for listed in (await client.list_tools()).tools:
-                    owner.setdefault(listed.name, client)
+                for listed in json.loads(capture.read_text(encoding="utf-8"))["tools"]:
+                    if listed["name"] not in owner:
+                        owner[listed["name"]] = client
+                        listed_tools.append(listed)
+            shell_tools = {t.name: t for t in world.shell_tools}
+            if both := sorted(set(shell_tools) & set(owner)):
+                raise RuntimeError(f"{both[0]} is both a shell tool and a server's tool")
+            shell = None
+            if shell_tools:
+                shell = stack.enter_context(contextlib.closing(world.start_shell(root)))
+            recorder = EpisodeRecorder(RecordSink(out), world.domain or world.name, episode)
             seen: list[str] = []  # the observations so far, for Ref arguments
             for tool, arguments in calls:
-                if tool not in owner:
+                if tool not in owner and tool not in shell_tools:
                     raise RuntimeError(f"no server of world {world.name} has the tool {tool!r}")
                 try:
                     arguments = resolve_refs(arguments, seen)
                 except LookupError as exc:  # the page is not what the script expected
                     log.warning("%s: %s; the episode ends here", episode, exc)
                     break
+                if shell is not None and tool in shell_tools:
+                    call = (shell_tools[tool], arguments)
+                    seen.append(await _shell_call(shell, *call, recorder, episode))
+                    continue
                 # A JSON-RPC error is recorded by the proxy (rpc-error); the episode goes on.
                 with contextlib.suppress(MCPError):
                     result = await owner[tool].call_tool(tool, arguments)
                     seen.append(observation_of(result))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    return listed_tools
+
+
+async def _shell_call(
+    shell: Shell,
+    tool: ShellTool,
+    arguments: dict[str, Any],
+    recorder: EpisodeRecorder,
+    episode: str,
+) -> str:
+    """Run a shell tool's call in the episode's bash and record it, numbered on from the
+    proxies' records in the same file; the observation (output, then ``[exit code: N]``)."""
+    line = tool.command_line(arguments)
+    started = time.time()
+    observation = observation_text(*await anyio.to_thread.run_sync(shell.run, line))
+    recorder.write(
+        episode,
+        recorder.next_index(episode),
+        tool.name,
+        arguments,
+        observation,
+        is_error=False,  # a failing command is a successful call: its exit code says so
+        source="real",
+        started=started,
+    )
+    return observation
 
 
 def generate_mcp_world(
@@ -352,18 +465,22 @@ def generate_mcp_world(
     for label, command in world.servers.items():
         if shutil.which(command[0], path=world.environment()["PATH"]) is None:
             raise SandboxUnavailable(f"the {label} server ({command[0]}) is not installed")
+    domain = world.domain or world.name
+    shell_definitions = shell_tool_definitions(world)  # a missing one fails before recording
     out.mkdir(parents=True, exist_ok=True)
     paths = []
+    listed: list[dict[str, Any]] = []
     with world.around() if world.around else contextlib.nullcontext():
         for number in counted(range(episodes), world.name, "episode", quiet):
             episode = episode_id(world, split, seed, number)
             path = RecordSink(out).path_for(episode)  # where the recording proxy writes it
             path.unlink(missing_ok=True)  # records append: a rerun must not double an episode
             calls = world.scripts[split](_episode_rng(world, split, seed, number))
-            anyio.run(_run_episode, world, out, episode, calls)
+            listed = anyio.run(_run_episode, world, out, episode, calls)
             paths.append(path)
+    # Each proxy saved its own server's list under the one domain name: keep them all.
+    write_capture({"tools": listed + shell_definitions}, out / CAPTURES_FOLDER / f"{domain}.json")
     if world.world:
-        domain = world.domain or world.name
         world.world.setdefault("facts", {})["date"] = recorded_date_fact(out)
         mirrored = domain not in bundled_domain_names()  # served from its captured tools/list
         write_world_file(
@@ -376,6 +493,25 @@ def generate_mcp_world(
     annotate_captures(out)  # how the server writes its structured answers as text
     write_source_file(out, world, split, seed, episodes)
     return paths
+
+
+def shell_tool_definitions(world: McpWorld) -> list[dict[str, Any]]:
+    """The shell tools of ``world`` as its domain serves them (the bundled domain file's
+    definitions, in the tools/list shape); a shell tool the domain lacks is a ValueError."""
+    if not world.shell_tools:
+        return []
+    domain = world.domain or world.name
+    served = (
+        {t.name: t for t in load_domain(domain).tools} if domain in bundled_domain_names() else {}
+    )
+    if missing := [t.name for t in world.shell_tools if t.name not in served]:
+        raise ValueError(f"the {domain} domain does not serve the shell tool {missing[0]}")
+    return [
+        served[t.name].model_dump(
+            by_alias=True, exclude_none=True, exclude={"simulation"}, mode="json"
+        )
+        for t in world.shell_tools
+    ]
 
 
 def write_source_file(out: Path, world: McpWorld, split: Split, seed: int, episodes: int) -> None:

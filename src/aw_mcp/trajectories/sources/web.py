@@ -299,7 +299,7 @@ def _valgrind(rng: random.Random) -> list[Call]:  # held out: a site never seen 
     return calls
 
 
-def _bundled_facts() -> dict[str, Any]:
+def _bundled_facts(_versions: dict[str, str]) -> dict[str, Any]:
     """The bundled web world's facts: they describe these sites (its notes apply as they are)."""
     from aw_mcp.domain.loader import load_domain
 
