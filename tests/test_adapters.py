@@ -76,6 +76,31 @@ def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_un
     assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: not mcp
 
 
+def test_a_domains_own_adapter_wins_over_a_shared_one_and_adapters_never_stack(monkeypatch):
+    """With a swe-only adapter beside the shared terminal/os/swe one, swe alone is served with
+    its own, terminal with the shared one, and swe beside terminal with the shared one: one
+    adapter each time, the one trained on the fewest domains that cover the served ones."""
+    import aw_mcp.adapters as adapters_module
+
+    monkeypatch.delenv("AW_MCP_MODEL", raising=False)
+    shared = bundled("qwen2.5-coder-0.5b.gguf")
+    own = shared.with_name("qwen2.5-coder-0.5b-swe.gguf")  # read through the patch below only
+    real_info, real_bundled = adapters_module.read_adapter_info, adapters_module.bundled_adapters
+
+    def info(path):
+        return (
+            dataclasses.replace(real_info(shared), path=own, domains=("swe",))
+            if path == own
+            else real_info(path)
+        )
+
+    monkeypatch.setattr(adapters_module, "read_adapter_info", info)
+    monkeypatch.setattr(adapters_module, "bundled_adapters", lambda: [*real_bundled(), own])
+    assert [a.path for a in _resolve(simulator=["swe"])[0]] == [own]
+    assert [a.path for a in _resolve(simulator=["terminal"])[0]] == [shared]
+    assert [a.path for a in _resolve(simulator=["swe", "terminal"])[0]] == [shared]
+
+
 def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
     adapters, profile = _resolve(model="smollm2-135m")
     assert [a.path for a in adapters] == [bundled("smollm2-135m-terminal.gguf")]

@@ -9,9 +9,10 @@ llama.cpp's own keys (``general.type = adapter``, ``adapter.type = lora``,
 - ``aw_mcp.base_model``: the base GGUF's file name (an adapter fits one base model only);
 - ``aw_mcp.domains``: the domains of its training episodes, comma-separated.
 
-The bundled adapter (``adapters/`` at the repository root, ``aw_mcp/data/adapters`` in a
+A bundled adapter (``adapters/`` at the repository root, ``aw_mcp/data/adapters`` in a
 wheel) is used by default with the embedded model when every served domain is one it was
-trained on; ``--lora FILE`` adds others, ``--no-lora`` turns all off.
+trained on (of several such, the one trained on the fewest domains); ``--lora FILE`` replaces
+it, ``--no-lora`` turns all off.
 """
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ def bundled_adapters() -> list[Path]:
 
 
 def default_adapters(base_model: str, domains: list[str]) -> list[AdapterInfo]:
-    """Bundled adapters made for the base GGUF of this file name and trained on every
-    served domain."""
-    chosen = []
+    """The bundled adapter made for the base GGUF of this file name and trained on every
+    served domain; where several are, the most specific one (fewest domains: a domain's own
+    adapter wins over a shared one). Adapters that name no domains fit any and come last."""
+    fitting = []
     for path in bundled_adapters():
         info = read_adapter_info(path)
         if info.base_model and info.base_model != base_model:
@@ -94,8 +96,12 @@ def default_adapters(base_model: str, domains: list[str]) -> list[AdapterInfo]:
                 ",".join(domains),
             )
             continue
-        chosen.append(info)
-    return chosen
+        fitting.append(info)
+    if not fitting:
+        return []
+    # Adapters are alternatives, never stacked: each was trained alone on the base.
+    most_specific = min(fitting, key=lambda info: len(info.domains) or float("inf"))
+    return [most_specific]
 
 
 def adapters_profile(adapters: list[AdapterInfo]) -> str | None:
