@@ -12,11 +12,13 @@ refused connection and stale refs. Observations are exactly what Playwright MCP 
 template ``sign_in``.
 
 The DocBook templates (``docbook_pages``: a guide's page, then its navigation links Prev,
-Next, Up and Home; ``docbook_contents``: the guides' index, a guide's long contents page or a
-chapter's, then a contents link) walk the PAM guides by fresh refs, with where every link
-leads known in advance (:data:`PAM_GUIDES`, :func:`pam_links`). They are drawn only when
-named (``generate web --templates docbook_pages,docbook_contents``), so a plain ``generate
-web`` draws what it drew before them.
+Next, Up and Home; ``docbook_contents``: the guides' index or a chapter's contents list, then
+a contents link) walk the PAM guides by fresh refs, with where every link leads known in
+advance (:data:`PAM_GUIDES`, :func:`pam_links`). No page longer than the web world lets the
+model write is snapshotted (:data:`PAM_LONG`; the guides' contents pages are opened, the
+others never), nor one with a line the snapshot grammar does not take (:data:`PAM_WIDE`).
+They are drawn only when named (``generate web --templates docbook_pages,docbook_contents``),
+so a plain ``generate web`` draws what it drew before them.
 """
 
 from __future__ import annotations
