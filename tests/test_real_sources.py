@@ -5,8 +5,11 @@ real client with identical observations."""
 
 from __future__ import annotations
 
+import html
+import itertools
 import json
 import random
+import re
 import shutil
 import urllib.error
 import urllib.parse
@@ -94,6 +97,55 @@ def test_generate_draws_only_the_named_templates_and_a_wrong_name_lists_them():
     assert any(tool == "browser_type" for calls in drawn for tool, _ in calls)
 
 
+def test_docbook_templates_walk_the_pam_guides_by_fresh_refs_and_never_touch_valgrind():
+    web = source("web")
+    plain = {
+        json.dumps(web.scripts["train"](random.Random(f"d{n}")), default=repr) for n in range(200)
+    }
+    assert not any("/pam/" in calls for calls in plain)  # drawn only when named
+    opened: dict[str, set[str]] = {"docbook_pages": set(), "docbook_contents": set()}
+    for name, clicked in opened.items():
+        only = web.drawing_only("train", [name])  # what `generate web --templates NAME` runs
+        for n in range(100):
+            calls = only.scripts["train"](random.Random(f"{name}{n}"))
+            assert "/valgrind/" not in json.dumps(calls, default=repr)
+            # Follow the episode through the guides: every click is on a link of the page
+            # shown by the snapshot just before it (a fresh ref, never the earliest one), and
+            # opens a page of the guides an episode may open.
+            tool, args = calls[0]
+            assert tool == "browser_navigate" and calls[1] == web_source.SNAPSHOT
+            assert args["url"].startswith(f"{web_sites.DOCS_URL}/pam/")
+            pages = [args["url"].rsplit("/", 1)[1]]
+            for before, (tool, args) in itertools.pairwise(calls):
+                if tool == "browser_click":
+                    ref = args["target"]
+                    assert before == web_source.SNAPSHOT and not ref.first
+                    links = web_source.pam_links(pages[-1])
+                    assert ref.name in links, f"{pages[-1]} has no link {ref.name!r}"
+                    assert ref.nth < (2 if ref.name in ("Prev", "Next") else 1)
+                    pages.append(links[ref.name])
+                    clicked.add(ref.name)
+                elif tool == "browser_navigate_back":
+                    pages.pop()
+                else:  # never of a page longer than the world lets the model write
+                    assert tool == "browser_snapshot", tool
+                    assert pages[-1] not in web_source.PAM_LONG, pages[-1]
+            assert not set(pages) & web_source.PAM_SKIPPED
+    assert set(web_source.NAVIGATION) <= opened["docbook_pages"]
+    contents = opened["docbook_contents"] - set(web_source.NAVIGATION)
+    assert (
+        "The Module Writers' Guide" in contents and "4.2. Directory based configuration" in contents
+    )
+
+
+def test_the_web_worlds_facts_name_pam_only_in_a_generated_world_file():
+    bundled = json.dumps(load_domain("web").world.model_dump(), ensure_ascii=False)
+    assert "pam" not in bundled.lower()
+    sites = web_source._bundled_facts()["facts"]["sites"]  # what a web folder's world.yaml says
+    assert all(f"/{name}/ {web_sites.DOC_TITLES[name]}" in sites for name in web_sites.DOC_ROOTS)
+    assert sites.startswith(load_domain("web").world.facts["sites"].removesuffix(")"))
+
+
 def test_refs_are_taken_from_the_latest_snapshot_or_on_purpose_from_the_first():
     seen = [
         '- link "Books" [ref=e5] [cursor=pointer]:\n- button "Add to cart" [ref=e23]',
@@ -149,6 +201,40 @@ def test_the_bookshop_is_a_real_app_with_a_cart_checkout_search_and_errors():
         assert status == 200 and "Thank you for your order!" in page and "Max-Age=0" in cookie
         assert _get(shop + "/gift-cards")[0] == 500
         assert _get(shop + "/books/13")[0] == 404
+
+
+def _text(markup: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", markup)).split())
+
+
+@pytest.mark.skipif(
+    not web_sites.DOC_ROOTS["pam"].is_dir(),
+    reason="libpam-doc is not installed (apt-get install libpam-doc; see .ci/run)",
+)
+def test_the_docs_site_serves_the_pam_guides_where_the_templates_expect_their_links():
+    pages = ["index.html", *web_source.PAM_GUIDES]
+    pages += [file for guide in web_source.PAM_GUIDES.values() for file, _ in guide]
+    assert sorted(pages) == sorted(p.name for p in web_sites.DOC_ROOTS["pam"].glob("*.html"))
+    with web_sites.serving(0, 0) as (_shop, docs):
+        assert "/pam/" in _get(docs + "/")[1]
+        assert _get(docs + "/pam/nope.html")[0] == 404
+        for page in pages:
+            status, text, _ = _get(f"{docs}/pam/{page}")
+            assert status == 200, page
+            anchors = {
+                (href, _text(inner))
+                for href, inner in re.findall(
+                    r'<a [^>]*?href="([^"#]+)"[^>]*>(.*?)</a>', text, re.S
+                )
+            }
+            links = web_source.pam_links(page)
+            for name, target in links.items():  # every link the templates may click
+                assert (target, name) in anchors, f"{page}: no link {name!r} to {target}"
+            for href, name in anchors:  # and DocBook's navigation links are all known
+                if name in web_source.NAVIGATION:
+                    assert links.get(name) == href, f"{page}: {name} leads to {href}"
+            if page != "index.html":
+                assert ("Navigation header" in text) and ("Navigation footer" in text), page
 
 
 def test_the_bundled_web_world_describes_the_site_the_sandbox_serves():

@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 YAML_MAX_DEPTH = 12
 # Characters (about) in one name or value: every scalar is bounded, so a model looping inside
-# a quoted string must close it (real snapshot lines in trajectories/web: at most 632).
+# a quoted string must close it (real snapshot lines in trajectories/web: at most 632, but for
+# web/docbook's, up to about 790; two PAM pages whose one-line program listings run to 1,243
+# are left out of it, web.PAM_WIDE).
 MAX_SCALAR = 800
 _AT_MOST = f"{{0,{MAX_SCALAR}}}"
 

@@ -6,7 +6,10 @@
   with real validation errors, a sign-in form, a search with "no results" and "empty query"
   answers, and real error pages (404, 403 behind robots.txt, a 500 on "Gift cards").
 - **Documentation** (``DOCS_URL``): real HTML manuals that Debian packages install, served
-  as files: ``/libffi/`` (libffi-dev's texinfo manual) and ``/valgrind/`` (valgrind's).
+  as files: ``/libffi/`` (libffi-dev's texinfo manual), ``/valgrind/`` (valgrind's, DocBook
+  XSL HTML) and ``/pam/`` (libpam-doc's Linux-PAM guides, DocBook XSL HTML: the System
+  Administrators', Module Writers' and Application Developers' guides, each a contents page
+  and its chapters and sections, with a navigation header and footer on every page).
 
 Both run in threads of the generating process only while a source records; nothing here is
 used by ``serve``. Pages depend only on the request (and its cookies), so every episode, in a
@@ -30,10 +33,17 @@ SHOP_PORT = 8431
 DOCS_PORT = 8432
 SHOP_URL = f"http://{HOST}:{SHOP_PORT}"
 DOCS_URL = f"http://{HOST}:{DOCS_PORT}"
-# Manuals served under DOCS_URL/<name>/ (from Debian packages: libffi-dev, valgrind).
+# Manuals served under DOCS_URL/<name>/ (from Debian packages: libffi-dev, valgrind,
+# libpam-doc), each a flat folder of .html files.
 DOC_ROOTS = {
     "libffi": Path("/usr/share/doc/libffi-dev/html"),
     "valgrind": Path("/usr/share/doc/valgrind/html"),
+    "pam": Path("/usr/share/doc/libpam-doc/html"),
+}
+DOC_TITLES = {
+    "libffi": "the libffi manual",
+    "valgrind": "the Valgrind documentation",
+    "pam": "the Linux-PAM guides",
 }
 PER_PAGE = 5
 COUNTRIES = ["Germany", "France", "Portugal", "Spain", "United Kingdom"]
