@@ -27,12 +27,15 @@ def test_each_bundled_adapter_says_how_it_was_trained():
     smol = read_adapter_info(bundled("smollm2-135m-terminal.gguf"))
     qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
     web = read_adapter_info(bundled("qwen2.5-coder-0.5b-web.gguf"))
+    swe = read_adapter_info(bundled("qwen2.5-coder-0.5b-swe.gguf"))
     assert (smol.profile, smol.domains) == ("small", ("terminal",))
     assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
     assert (web.profile, web.domains) == ("small", ("web",))
+    assert (swe.profile, swe.domains) == ("small", ("swe",))
     assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
-    assert qwen.base_model == web.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
-    assert smol.alpha > 0 and qwen.alpha > 0 and web.alpha > 0
+    assert qwen.base_model == web.base_model == swe.base_model
+    assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
+    assert smol.alpha > 0 and qwen.alpha > 0 and web.alpha > 0 and swe.alpha > 0
 
 
 def test_the_web_world_gets_its_own_adapter_and_a_mix_with_web_gets_none(monkeypatch):
@@ -47,7 +50,7 @@ def test_the_web_world_gets_its_own_adapter_and_a_mix_with_web_gets_none(monkeyp
 
 def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_domain(monkeypatch):
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
-    for domains in (["terminal"], ["os"], ["swe"], ["terminal", "os"]):
+    for domains in (["terminal"], ["os"], ["terminal", "os"], ["terminal", "swe"]):
         adapters, profile = _resolve(simulator=domains)
         assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")], domains
         assert profile == "small"
@@ -76,29 +79,15 @@ def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_un
     assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: not mcp
 
 
-def test_a_domains_own_adapter_wins_over_a_shared_one_and_adapters_never_stack(monkeypatch):
-    """With a swe-only adapter beside the shared terminal/os/swe one, swe alone is served with
-    its own, terminal with the shared one, and swe beside terminal with the shared one: one
-    adapter each time, the one trained on the fewest domains that cover the served ones."""
-    import aw_mcp.adapters as adapters_module
-
-    monkeypatch.delenv("AW_MCP_MODEL", raising=False)
-    shared = bundled("qwen2.5-coder-0.5b.gguf")
-    own = shared.with_name("qwen2.5-coder-0.5b-swe.gguf")  # read through the patch below only
-    real_info, real_bundled = adapters_module.read_adapter_info, adapters_module.bundled_adapters
-
-    def info(path):
-        return (
-            dataclasses.replace(real_info(shared), path=own, domains=("swe",))
-            if path == own
-            else real_info(path)
-        )
-
-    monkeypatch.setattr(adapters_module, "read_adapter_info", info)
-    monkeypatch.setattr(adapters_module, "bundled_adapters", lambda: [*real_bundled(), own])
+def test_a_domains_own_adapter_wins_over_the_shared_one_and_adapters_never_stack(monkeypatch):
+    """swe has its own adapter beside the shared terminal/os/swe one: swe alone is served with
+    its own, swe beside terminal or os with the shared one; one adapter each time, the one
+    trained on the fewest domains that cover the served ones."""
+    monkeypatch.delenv("AW_MCP_MODEL", raising=False)  # conftest's plumbing model
+    own, shared = bundled("qwen2.5-coder-0.5b-swe.gguf"), bundled("qwen2.5-coder-0.5b.gguf")
     assert [a.path for a in _resolve(simulator=["swe"])[0]] == [own]
-    assert [a.path for a in _resolve(simulator=["terminal"])[0]] == [shared]
     assert [a.path for a in _resolve(simulator=["swe", "terminal"])[0]] == [shared]
+    assert [a.path for a in _resolve(simulator=["os", "swe"])[0]] == [shared]
 
 
 def test_smollm2_serving_terminal_gets_its_own_adapter_not_qwens():
