@@ -141,7 +141,7 @@ def test_docbook_templates_walk_the_pam_guides_by_fresh_refs_and_never_touch_val
 def test_the_web_worlds_facts_name_pam_only_in_a_generated_world_file():
     bundled = json.dumps(load_domain("web").world.model_dump(), ensure_ascii=False)
     assert "pam" not in bundled.lower()
-    sites = web_source._bundled_facts()["facts"]["sites"]  # what a web folder's world.yaml says
+    sites = web_source._bundled_facts({})["facts"]["sites"]  # what a web folder's world.yaml says
     assert all(f"/{name}/ {web_sites.DOC_TITLES[name]}" in sites for name in web_sites.DOC_ROOTS)
     assert sites.startswith(load_domain("web").world.facts["sites"].removesuffix(")"))
 
