@@ -32,6 +32,7 @@ from aw_mcp.trajectories.generate_mcp import (
     generate_mcp_world,
     prepare_world,
     resolve_refs,
+    write_source_file,
 )
 from aw_mcp.trajectories.record_proxy import observation_of
 from aw_mcp.trajectories.records import load_record_dir
@@ -95,6 +96,21 @@ def test_generate_draws_only_the_named_templates_and_a_wrong_name_lists_them():
         assert calls[-1] == web_source.SNAPSHOT
     drawn = [web.scripts["train"](random.Random(f"b{n}")) for n in range(20)]
     assert any(tool == "browser_type" for calls in drawn for tool, _ in calls)
+
+
+def test_source_yaml_names_the_templates_the_episodes_were_restricted_to(tmp_path: Path):
+    """source.yaml's command records the episodes again: with --templates where they were
+    drawn from named templates only, without it where from the split's whole pool."""
+    web = source("web")
+    write_source_file(tmp_path, web.drawing_only("train", ["banner"]), "train", 11, 60)
+    command = yaml.safe_load((tmp_path / "source.yaml").read_text())["command"]
+    assert (
+        command
+        == f"aw-mcp generate web --out {tmp_path} --seed 11 --episodes 60 --templates banner"
+    )
+    write_source_file(tmp_path, web, "train", 11, 60)
+    command = yaml.safe_load((tmp_path / "source.yaml").read_text())["command"]
+    assert "--templates" not in command
 
 
 def test_docbook_templates_walk_the_pam_guides_by_fresh_refs_and_never_touch_valgrind():

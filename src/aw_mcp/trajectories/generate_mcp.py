@@ -154,6 +154,9 @@ class McpWorld:
     # name -> a command printing its version in that shell (e.g. the python the shell
     # tools run): measured in a fresh sandbox by ``prepared`` into ``versions``.
     shell_versions: dict[str, str] = field(default_factory=dict)
+    # The templates ``--templates`` restricted the episodes to (none: the split's whole pool),
+    # written into source.yaml's command so that it records the episodes again.
+    drawn_only: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.templates and not self.scripts:
@@ -259,7 +262,9 @@ class McpWorld:
         this world as it is)."""
         if not names:
             return self
-        return dataclasses.replace(self, templates=self.only_templates(split, names), scripts={})
+        return dataclasses.replace(
+            self, templates=self.only_templates(split, names), scripts={}, drawn_only=names
+        )
 
     def only_templates(self, split: Split, names: list[str]) -> list[Template]:
         """The split's templates called ``names``; an unknown name is a ValueError that lists
@@ -524,7 +529,9 @@ def write_source_file(out: Path, world: McpWorld, split: Split, seed: int, episo
         "held_out_entirely": "train" not in world.scripts,
         "seed": seed,
         "episodes": episodes,
-        "command": command + ("" if split == "train" else f" --split {split}"),
+        "command": command
+        + ("" if split == "train" else f" --split {split}")
+        + (f" --templates {','.join(world.drawn_only)}" if world.drawn_only else ""),
         "versions": world.versions,
         "servers": {label: " ".join(cmd) for label, cmd in world.servers.items()},
     }
