@@ -5,16 +5,19 @@ real client with identical observations."""
 
 from __future__ import annotations
 
+import argparse
 import html
 import itertools
 import json
 import random
 import re
+import shlex
 import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -40,6 +43,7 @@ from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
 from aw_mcp.trajectories.sources import SOURCE_NAMES, source, web_sites
 from aw_mcp.trajectories.sources import web as web_source
 from aw_mcp.trajectories.volatile import mask_volatile
+from tests.conftest import REPO_ROOT
 from tests.fake_engine import FakeEngine
 
 MCP_SOURCES = [name for name in SOURCE_NAMES if isinstance(source(name), McpWorld)]
@@ -111,6 +115,62 @@ def test_source_yaml_names_the_templates_the_episodes_were_restricted_to(tmp_pat
     write_source_file(tmp_path, web, "train", 11, 60)
     command = yaml.safe_load((tmp_path / "source.yaml").read_text())["command"]
     assert "--templates" not in command
+
+
+def _drawn_as_recorded(drawn: Any, recorded: Any) -> bool:
+    """Whether a drawn argument is the recorded one (a Ref stands for whatever ref the real
+    page had then)."""
+    if isinstance(drawn, Ref):
+        return isinstance(recorded, str)
+    if isinstance(drawn, dict):
+        return (
+            isinstance(recorded, dict)
+            and set(drawn) == set(recorded)
+            and all(_drawn_as_recorded(v, recorded[k]) for k, v in drawn.items())
+        )
+    if isinstance(drawn, list):
+        return (
+            isinstance(recorded, list)
+            and len(drawn) == len(recorded)
+            and all(map(_drawn_as_recorded, drawn, recorded))
+        )
+    return bool(drawn == recorded)
+
+
+RECORDED_FOLDERS = sorted(
+    path.parent
+    for path in (REPO_ROOT / "trajectories").rglob("source.yaml")
+    if yaml.safe_load(path.read_text())["source"] in MCP_SOURCES
+)
+
+
+@pytest.mark.parametrize("folder", RECORDED_FOLDERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_the_command_in_source_yaml_draws_the_recorded_episodes_again(folder: Path):
+    """Every committed folder of an MCP source can be recorded again by its source.yaml
+    command: today's scripts draw each episode's calls as they were recorded (an episode may
+    have ended early, where the real page lacked a ref). A folder recorded by a script that
+    has changed since names the commit that draws it (generator_commit)."""
+    info = yaml.safe_load((folder / "source.yaml").read_text())
+    if "generator_commit" in info:
+        pytest.skip(f"recorded by aw-mcp at {info['generator_commit'][:12]}")
+    argv = shlex.split(info["command"])
+    assert argv[:3] == ["aw-mcp", "generate", info["source"]]
+    world = source(info["source"])
+    parser = argparse.ArgumentParser()
+    world.add_arguments(parser)
+    args = parser.parse_args(argv[3:])
+    drawing = world.drawing_only(args.split, getattr(args, "templates", []))
+    episodes = sorted(folder.glob("*.jsonl"))
+    assert len(episodes) == info["episodes"] == args.episodes
+    for path in episodes:
+        recorded = [json.loads(line) for line in path.read_text().splitlines()]
+        number = int(recorded[0]["episode"].rsplit("-", 1)[1])
+        drawn = drawing.episode_calls(args.split, args.seed, number)
+        assert len(recorded) <= len(drawn), path.name
+        for (tool, arguments), row in zip(drawn[: len(recorded)], recorded, strict=True):
+            where = f"{path.name} #{row['index']}"
+            assert tool == row["tool"], where
+            assert _drawn_as_recorded(arguments, row["arguments"]), where
 
 
 def test_docbook_templates_walk_the_pam_guides_by_fresh_refs_and_never_touch_valgrind():

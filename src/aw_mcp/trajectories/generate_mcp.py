@@ -257,6 +257,13 @@ class McpWorld:
         world = self.prepared(servers).drawing_only(args.split, names)
         return generate_mcp_world(world, args.out, args.seed, args.episodes, args.quiet, args.split)
 
+    def episode_calls(self, split: Split, seed: int, number: int) -> list[Call]:
+        """The calls of episode ``number`` of ``split`` for ``seed``: drawn from the episode's
+        own RNG, so the same three always give the same calls (and a folder's source.yaml
+        records its episodes again)."""
+        kind = "" if split == "train" else f"{split}:"
+        return self.scripts[split](random.Random(f"{self.name}:{kind}{seed}:{number}"))
+
     def drawing_only(self, split: Split, names: list[str]) -> McpWorld:
         """A copy whose ``split`` episodes draw only the templates called ``names`` (none:
         this world as it is)."""
@@ -349,11 +356,6 @@ def prepare_world(name: str, servers: dict[str, list[str]] | None = None) -> Mcp
 def episode_id(world: McpWorld, split: Split, seed: int, number: int) -> str:
     kind = "" if split == "train" else f"-{split}"
     return f"{world.name}{kind}-s{seed}-{number:04d}"
-
-
-def _episode_rng(world: McpWorld, split: Split, seed: int, number: int) -> random.Random:
-    kind = "" if split == "train" else f"{split}:"
-    return random.Random(f"{world.name}:{kind}{seed}:{number}")
 
 
 def _proxy(world: McpWorld, out: Path, episode: str, root: Path, command: list[str]):
@@ -480,7 +482,7 @@ def generate_mcp_world(
             episode = episode_id(world, split, seed, number)
             path = RecordSink(out).path_for(episode)  # where the recording proxy writes it
             path.unlink(missing_ok=True)  # records append: a rerun must not double an episode
-            calls = world.scripts[split](_episode_rng(world, split, seed, number))
+            calls = world.episode_calls(split, seed, number)
             listed = anyio.run(_run_episode, world, out, episode, calls)
             paths.append(path)
     # Each proxy saved its own server's list under the one domain name: keep them all.

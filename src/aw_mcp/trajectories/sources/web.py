@@ -17,8 +17,9 @@ a contents link) walk the PAM guides by fresh refs, with where every link leads 
 advance (:data:`PAM_GUIDES`, :func:`pam_links`). No page longer than the web world lets the
 model write is snapshotted (:data:`PAM_LONG`; the guides' contents pages are opened, the
 others never), nor one with a line the snapshot grammar does not take (:data:`PAM_WIDE`).
-They are drawn only when named (``generate web --templates docbook_pages,docbook_contents``),
-so a plain ``generate web`` draws what it drew before them.
+They and the shop's ``banner`` template are drawn only when named (``generate web --templates
+banner``, ``--templates docbook_pages,docbook_contents``), so a plain ``generate web`` draws
+what it drew before them.
 """
 
 from __future__ import annotations
@@ -628,15 +629,17 @@ TEMPLATES = [
     Template("add_to_cart", _add_to_cart),
     Template("checkout", _checkout),
     Template("errors", _errors),
-    Template("banner", _banner),
     Template("docs", _docs),
     Template("page_tools", _page_tools),
     Template("sign_in", _sign_in, heldout=True),
     Template("valgrind", _valgrind, heldout=True),
 ]
-# Training templates drawn only when named (`generate web --templates docbook_pages,...`):
-# not in the pool a plain `generate web` draws from, so its draws for a seed stay as they were.
-DOCBOOK_TEMPLATES = [
+# Training templates added after trajectories/web/train was recorded, drawn only when named
+# (`generate web --templates banner`, `--templates docbook_pages,docbook_contents`): not in
+# the pool a plain `generate web` draws from, so its draws for a seed stay as they were and
+# `generate web --seed 1 --episodes 170` draws web/train's episodes again.
+NAMED_ONLY_TEMPLATES = [
+    Template("banner", _banner),
     Template("docbook_pages", _docbook_pages),
     Template("docbook_contents", _docbook_contents),
 ]
@@ -665,7 +668,7 @@ SOURCE = McpWorld(
             VIEWPORT,
         ]
     },
-    templates=TEMPLATES + DOCBOOK_TEMPLATES,
+    templates=TEMPLATES + NAMED_ONLY_TEMPLATES,
     scripts=template_scripts(TEMPLATES),
     around=_sites,
     measure=_bundled_facts,
