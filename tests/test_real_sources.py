@@ -17,7 +17,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -117,26 +116,6 @@ def test_source_yaml_names_the_templates_the_episodes_were_restricted_to(tmp_pat
     assert "--templates" not in command
 
 
-def _drawn_as_recorded(drawn: Any, recorded: Any) -> bool:
-    """Whether a drawn argument is the recorded one (a Ref stands for whatever ref the real
-    page had then)."""
-    if isinstance(drawn, Ref):
-        return isinstance(recorded, str)
-    if isinstance(drawn, dict):
-        return (
-            isinstance(recorded, dict)
-            and set(drawn) == set(recorded)
-            and all(_drawn_as_recorded(v, recorded[k]) for k, v in drawn.items())
-        )
-    if isinstance(drawn, list):
-        return (
-            isinstance(recorded, list)
-            and len(drawn) == len(recorded)
-            and all(map(_drawn_as_recorded, drawn, recorded))
-        )
-    return bool(drawn == recorded)
-
-
 RECORDED_FOLDERS = sorted(
     path.parent
     for path in (REPO_ROOT / "trajectories").rglob("source.yaml")
@@ -147,9 +126,10 @@ RECORDED_FOLDERS = sorted(
 @pytest.mark.parametrize("folder", RECORDED_FOLDERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_the_command_in_source_yaml_draws_the_recorded_episodes_again(folder: Path):
     """Every committed folder of an MCP source can be recorded again by its source.yaml
-    command: today's scripts draw each episode's calls as they were recorded (an episode may
-    have ended early, where the real page lacked a ref). A folder recorded by a script that
-    has changed since names the commit that draws it (generator_commit)."""
+    command: today's scripts draw each episode's calls as they were recorded, a Ref resolving
+    against the recorded observations to the ref the call used (an episode may have ended
+    early, where the real page lacked a ref). A folder recorded by a script that has changed
+    since names the commit that draws it (generator_commit)."""
     info = yaml.safe_load((folder / "source.yaml").read_text())
     if "generator_commit" in info:
         pytest.skip(f"recorded by aw-mcp at {info['generator_commit'][:12]}")
@@ -160,17 +140,19 @@ def test_the_command_in_source_yaml_draws_the_recorded_episodes_again(folder: Pa
     world.add_arguments(parser)
     args = parser.parse_args(argv[3:])
     drawing = world.drawing_only(args.split, getattr(args, "templates", []))
-    episodes = sorted(folder.glob("*.jsonl"))
+    episodes = load_record_dir(folder)
     assert len(episodes) == info["episodes"] == args.episodes
-    for path in episodes:
-        recorded = [json.loads(line) for line in path.read_text().splitlines()]
-        number = int(recorded[0]["episode"].rsplit("-", 1)[1])
+    for episode in episodes:
+        number = int(episode.episode.rsplit("-", 1)[1])
         drawn = drawing.episode_calls(args.split, args.seed, number)
-        assert len(recorded) <= len(drawn), path.name
-        for (tool, arguments), row in zip(drawn[: len(recorded)], recorded, strict=True):
-            where = f"{path.name} #{row['index']}"
-            assert tool == row["tool"], where
-            assert _drawn_as_recorded(arguments, row["arguments"]), where
+        recorded = episode.records
+        assert len(recorded) <= len(drawn), episode.episode
+        seen: list[str] = []  # the observations so far, as the generator resolves Refs
+        for (tool, arguments), record in zip(drawn[: len(recorded)], recorded, strict=True):
+            where = f"{episode.episode} #{record.index}"
+            assert tool == record.tool, where
+            assert resolve_refs(arguments, seen) == record.arguments, where
+            seen.append(record.observation)
 
 
 def test_docbook_templates_walk_the_pam_guides_by_fresh_refs_and_never_touch_valgrind():
