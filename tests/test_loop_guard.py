@@ -7,9 +7,10 @@ import json
 import anyio
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
-from aw_mcp.engines.loop_guard import LoopGuard
+from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings
 from tests.conftest import REPO_ROOT, small_embedded_engine
 
 # A tiny vocabulary: token id -> its text.
@@ -44,6 +45,27 @@ def test_the_token_that_would_continue_a_loop_is_banned_for_the_next_likeliest()
     # When every candidate continues the loop the guard gives up after max_bans.
     stubborn = LoopGuard(lambda ts: "ab" * 70, max_bans=2)
     assert stubborn.choose(logits, [0], greedy) == 2 and stubborn.bans == 2
+
+
+def test_a_token_that_would_name_a_unique_name_again_is_banned():
+    vocab = ["- a [ref=e", "1", "2", "]\n", "0"]
+    rule = LoopGuardSettings(unique_names=r"\[ref=([^\]\s]+)\]")
+    guard = LoopGuard(lambda tokens: "".join(vocab[t] for t in tokens), rule)
+    logits = np.array([0.0, 0.0, 0.0, 5.0, 4.0], dtype=np.float32)  # "]\n" likeliest
+    out = [0, 1, 3, 0, 2, 3, 0, 1]  # e1 and e2 written; now "[ref=e1" again
+    assert guard.choose(logits, out, greedy) == 4  # e10, not e1 twice
+    assert guard.bans == 1
+    assert guard.choose(logits, [*out, 4], greedy) == 3  # e10 is new: closed
+    assert guard.choose(logits, [0, 2, 3, 0, 1], greedy) == 3  # e1 is new here
+    # Without the rule the guard lets it be: the text is no loop.
+    assert LoopGuard(guard._detokenize).choose(logits, out, greedy) == 3
+
+
+def test_unique_names_is_a_regular_expression_with_a_group():
+    with pytest.raises(ValidationError, match="needs a group"):
+        LoopGuardSettings(unique_names=r"\[ref=\w+\]")
+    with pytest.raises(ValidationError, match="not a regular expression"):
+        LoopGuardSettings(unique_names=r"\[ref=(\w+\]")
 
 
 def test_records_never_trip_the_guard():

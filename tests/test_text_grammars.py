@@ -68,6 +68,16 @@ def test_every_real_snapshot_keeps_to_the_web_grammar():
     assert broken != snapshots[0] and not _accepts(SNAPSHOT_GRAMMAR.lark, broken)
 
 
+def test_a_node_takes_at_most_the_nine_attributes_playwright_writes():
+    """A model once looped on one line: ``- link "Index" [ref=e45] [default] [default] ...``
+    (1,081 characters); the grammar ends such a line after nine attributes."""
+    lark = 'start: "```yaml\\n" yaml_block_sequence "```"'
+    every_kind = "[checked] [disabled] [expanded] [active] [level=2] [pressed] [selected]"
+    line = f'- link "Index" {every_kind} [ref=e45] [cursor=pointer]'
+    assert _accepts(lark, f"```yaml\n{line}\n```")
+    assert not _accepts(lark, f"```yaml\n{line} [default]\n```")
+
+
 def _random_document(lark: str, rng: random.Random) -> str:
     """A random text the grammar takes, byte by byte (YAML's troublesome characters often)."""
     matcher = llguidance.LLMatcher(BYTES, compile_lark(lark), log_level=0)
@@ -158,6 +168,35 @@ def test_where_the_grammar_allows_only_a_banned_token_it_is_taken():
     assert chooser.choose(banned, sampler, unbanned=logits) == 2
 
 
+class _AnyToken:
+    """A constraint that allows every token and keeps two in reserve to close."""
+
+    closing_reserve, closing_chars, closing_ranked = 2, "\n", False
+
+    def __init__(self) -> None:
+        self.accepted: list[int] = []
+
+    def is_allowed(self, token: int) -> bool:
+        return True
+
+    def accept_token(self, token: int) -> None:
+        self.accepted.append(token)
+
+
+def test_the_budget_counts_tokens_taken_not_choices_the_loop_guard_asks_for():
+    """The loop guard may ask for several choices of one token; the document is closed from
+    ``max_tokens - closing_reserve`` tokens on, however many choices came before."""
+    constraint = _AnyToken()
+    chooser = ConstrainedChooser(constraint, closing_tokens=[[1]], max_tokens=4)  # type: ignore[arg-type]
+    sampler = TokenSampler(SamplingParams(temperature=0.0), 0)
+    logits = np.array([3.0, 2.0, 1.0], dtype=np.float32)
+    for _ in range(2):  # two tokens, each after three choices (two of them banned)
+        assert [chooser.choose(logits, sampler) for _ in range(3)] == [0, 0, 0]
+        chooser.accept(0)
+    assert chooser.steps == 2 and constraint.accepted == [0, 0]
+    assert chooser.choose(logits, sampler) == 1  # closing: the closer, not the likeliest
+
+
 # -- both local engines keep to the grammar ---------------------------------------------------
 
 
@@ -222,10 +261,15 @@ def test_the_web_guard_catches_a_block_with_counting_refs_and_never_a_real_obser
     assert guard.loops("It is a language. " * 8)  # the default rule holds beside it
     observations = _web_observations()
     assert len(observations) > 1000
+    assert settings.unique_names is not None
+    unique = re.compile(settings.unique_names)
     for text in observations:
         # Every prefix a decoder would have checked (every 7th character: loops are longer).
         ends = range(settings.min_span, len(text), 7)
         assert not any(loops_by(settings, text[:end]) for end in ends)
+        refs = unique.findall(text)
+        assert len(refs) == len(set(refs)), text[:200]  # no real answer names a ref twice
+    assert unique.findall('- link "Index" [ref=f1e9] [cursor=pointer]') == ["f1e9"]
 
 
 # -- what the simulator asks of the engine -----------------------------------------------------

@@ -38,7 +38,12 @@ _NON_PRINTABLE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff"
 # A double-quoted name inside a plain key: no ": " (a mapping indicator) and no "#" (a
 # comment after a space); backslashes are literal in a plain scalar.
 _NAME = rf'"(?:[^:#"\\{_NON_PRINTABLE}]|\\[^{_NON_PRINTABLE}]|:[^ :#{_NON_PRINTABLE}]){_AT_MOST}"'
-_NODE = rf"[a-z]+(?: {_NAME})?(?: \[[a-z]+(?:=[A-Za-z0-9_.,\-]+)?\])*"
+# Playwright's aria snapshot writes each of its nine attribute kinds at most once on a node
+# (checked, disabled, expanded, active, level, pressed, selected, ref, cursor; trajectories/web
+# has at most two on one), so a model looping on attributes ("[default] [default] ...") must
+# end the line.
+MAX_ATTRIBUTES = 9
+_NODE = rf"[a-z]+(?: {_NAME})?(?: \[[a-z]+(?:=[A-Za-z0-9_.,\-]+)?\]){{0,{MAX_ATTRIBUTES}}}"
 _SINGLE_QUOTED = rf"'(?:[^'{_NON_PRINTABLE}]|''){_AT_MOST}'"
 _DOUBLE_QUOTED = rf'"(?:[^"\\{_NON_PRINTABLE}]|\\["\\\/bfnrt ]|\\u[0-9a-fA-F]{{4}}){_AT_MOST}"'
 # A plain scalar value: no indicator first, no ": " or " #" inside, no ":" at the end.

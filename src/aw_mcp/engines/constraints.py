@@ -250,9 +250,11 @@ class ConstrainedChooser:
         self._ends = list(end_tokens)
         self._closing_from = None if max_tokens is None else max_tokens - constraint.closing_reserve
         self.check_first = check_first
+        # Tokens taken (``accept``), not calls of ``choose``: the loop guard may call it
+        # several times for one token, and the budget counts tokens.
         self.steps = 0
-        self.rejections = 0  # steps where the unconstrained choice broke the grammar
-        self.closing_steps = 0  # steps spent closing the document near max_tokens
+        self.rejections = 0  # choices where the unconstrained token broke the grammar
+        self.closing_steps = 0  # choices made to close the document near max_tokens
 
     def choose(
         self, logits: np.ndarray, sampler: TokenSampler, unbanned: np.ndarray | None = None
@@ -260,8 +262,7 @@ class ConstrainedChooser:
         """The next token. ``logits`` may have tokens banned (-inf, by the loop guard);
         where the grammar allows only banned ones, ``unbanned`` (the logits before the
         bans) chooses among them, as the guard lets a loop be that it cannot leave."""
-        self.steps += 1
-        if self._closing_from is not None and self.steps > self._closing_from:
+        if self._closing_from is not None and self.steps >= self._closing_from:
             # A document that may end here ends (a text grammar's free-text tail would
             # otherwise take closers to the budget).
             ends = [t for t in self._ends if self.constraint.is_allowed(t)]
@@ -291,6 +292,11 @@ class ConstrainedChooser:
         if unbanned is not None and not np.isfinite(masked).any():
             masked = np.where(mask, unbanned, -np.inf).astype(np.float32)
         return sampler.sample(masked)
+
+    def accept(self, token: int) -> None:
+        """``token`` was taken: the constraint advances, and one step of the budget is spent."""
+        self.constraint.accept_token(token)
+        self.steps += 1
 
 
 JSON_CLOSING_CHARS = '"]}'

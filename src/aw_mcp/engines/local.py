@@ -199,8 +199,8 @@ class Decoding:
             self.finish = "stop"
             return None
         self.out.append(token)
-        if self._constraint is not None:
-            self._constraint.accept_token(token)
+        if self._chooser is not None:
+            self._chooser.accept(token)
         return token
 
     def after_token(self) -> bool:

@@ -20,6 +20,12 @@ every digit read as ``0``: a page snapshot that loops on one block whose refs co
 Masked, real observations repeat longer (an ``ls -l`` of similar lines: 218 characters; a
 web page's list of similar rows: 1,088), so such a rule needs a longer span, and suits only
 a domain whose real answers never count in a loop (a shell's do).
+
+``unique_names`` is a rule of another kind: a regular expression whose first group names
+something one answer never names twice (a page snapshot's element refs). A model that loops
+on a block of a page starts counting its refs again (``[ref=f1e8]`` a second time), which no
+real snapshot does; the token that would complete a second match of a name is banned like a
+loop's, and the model takes another (``f1e80``) or leaves the block.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _DIGIT = re.compile(r"[0-9]")
+# How far back from the end of the text a match of ``unique_names`` may start.
+UNIQUE_NAME_WINDOW = 256
 
 
 class LoopGuardSettings(BaseModel):
@@ -42,6 +50,23 @@ class LoopGuardSettings(BaseModel):
     max_period: int = Field(default=64, ge=1, le=4096, description="longest repeated block")
     min_copies: int = Field(default=3, ge=2, description="least copies of the block")
     mask_digits: bool = Field(default=False, description="read every digit as 0")
+    unique_names: str | None = Field(
+        default=None,
+        description="a regular expression whose group 1 never names the same thing twice in "
+        f"one answer (a match is at most {UNIQUE_NAME_WINDOW} characters long)",
+    )
+
+    @field_validator("unique_names")
+    @classmethod
+    def _one_group(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                groups = re.compile(pattern).groups
+            except re.error as error:
+                raise ValueError(f"unique_names is not a regular expression: {error}") from None
+            if groups < 1:
+                raise ValueError("unique_names needs a group: the name that must not repeat")
+        return pattern
 
 
 def loops_by(rule: LoopGuardSettings, text: str) -> bool:
@@ -58,6 +83,37 @@ def loops_by(rule: LoopGuardSettings, text: str) -> bool:
         if text[-span + period :] == text[-span:-period]:
             return True
     return False
+
+
+class _NamesWritten:
+    """The names (``unique_names``' group 1) an answer has written so far, read as it grows."""
+
+    def __init__(self, pattern: str, detokenize: Callable[[Sequence[int]], str]):
+        self._pattern = re.compile(pattern)
+        self._detokenize = detokenize
+        self._text = ""
+        self._tokens_read = 0
+        self._names: set[str] = set()
+
+    def _completed(self, text: str, after: int) -> list[str]:
+        """Names of the matches in ``text`` that end past ``after``."""
+        start = max(0, after - UNIQUE_NAME_WINDOW)
+        return [m.group(1) for m in self._pattern.finditer(text, start) if m.end() > after]
+
+    def read(self, out: Sequence[int]) -> None:
+        """Take in the tokens of ``out`` not read yet (one a step; the guard sees each)."""
+        if len(out) > self._tokens_read:
+            # Token by token: a character split over tokens may decode oddly, which names
+            # of printable ASCII (refs, ids) never are.
+            before = len(self._text)
+            self._text += self._detokenize(out[self._tokens_read :])
+            self._tokens_read = len(out)
+            self._names.update(self._completed(self._text, before))
+
+    def repeated_by(self, token: int) -> bool:
+        """Would ``token`` complete a match of a name written before?"""
+        text = self._text + self._detokenize([token])
+        return any(name in self._names for name in self._completed(text, len(self._text)))
 
 
 class LoopGuard:
@@ -78,6 +134,11 @@ class LoopGuard:
             max(r.min_span, r.min_copies * r.max_period) + r.max_period for r in self.rules
         )
         self.bans = 0  # tokens banned so far in this generation
+        self._names = [
+            _NamesWritten(rule.unique_names, detokenize)
+            for rule in self.rules
+            if rule.unique_names is not None
+        ]
 
     def loops(self, text: str) -> bool:
         """Does ``text`` end in a loop by any of the rules?"""
@@ -86,13 +147,17 @@ class LoopGuard:
     def choose(
         self, logits: np.ndarray, out: Sequence[int], sample: Callable[[np.ndarray], int]
     ) -> int:
-        """``sample(logits)``, unless that token would continue a loop: then the likeliest
-        token that does not (up to ``max_bans`` tries, after which the loop is let be)."""
+        """``sample(logits)``, unless that token would continue a loop (or name a unique
+        name again): then the likeliest token that does not (up to ``max_bans`` tries, after
+        which the loop is let be)."""
         token = sample(logits)
         tail = list(out[-self.tail_tokens :])
+        for names in self._names:
+            names.read(out)
         masked: np.ndarray | None = None
         for _ in range(self.max_bans):
-            if not self.loops(self._detokenize([*tail, token])):
+            repeats = any(names.repeated_by(token) for names in self._names)
+            if not repeats and not self.loops(self._detokenize([*tail, token])):
                 return token
             if masked is None:
                 masked = np.array(logits, dtype=np.float32, copy=True)
