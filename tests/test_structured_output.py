@@ -137,6 +137,43 @@ def test_every_captured_output_schema_compiles_for_both_constraints(tool, schema
         assert constraint.allowed_mask(n_vocab).any()
 
 
+def _takes(engine, kind: str, schema: dict, text: str) -> bool:
+    """Does the constraint of this kind take ``text``, token by token?"""
+    vocab, n_vocab = engine._llm._model.vocab, engine._llm.n_vocab()
+    if kind == "gbnf":
+        constraint = GbnfConstraint(vocab, n_vocab, schema, 512)
+    else:
+        constraint = LlguidanceConstraint(engine._llguidance_tokenizer(), schema, 512)
+    try:
+        for token in engine._llm.tokenize(text.encode(), add_bos=False):
+            if not constraint.is_allowed(token):
+                return False
+            constraint.accept_token(token)
+        return True
+    finally:
+        constraint.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_constraints_take_indented_json_and_no_long_runs_of_whitespace(engine, kind):
+    """Servers that indent their JSON are recorded so, and a model that saw them writes so
+    (the memory server's relations were answered ``[]`` while only compact JSON was taken);
+    whitespace stays bounded, so a model looping on spaces is cut off."""
+    schema = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+            "required": ["from", "to"],
+        },
+    }
+    relations = [{"from": "design", "to": "backend"}, {"from": "docs", "to": "design"}]
+    assert _takes(engine, kind, schema, json.dumps(relations, indent=2))
+    assert _takes(engine, kind, schema, json.dumps(relations, separators=(",", ":")))
+    assert not _takes(engine, kind, schema, "[" + " " * 40 + "]")
+    assert not _takes(engine, kind, schema, "[\n" + " " * 24 + "]")
+
+
 def _request(schema: dict, max_tokens: int, prompt: str = "Reply:") -> GenerationRequest:
     return GenerationRequest(
         messages=[ChatMessage(role="user", content=prompt)],

@@ -42,7 +42,12 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from aw_mcp.engines.json_grammar import GrammarError, bounded_view, json_schema_grammar
+from aw_mcp.engines.json_grammar import (
+    JSON_WHITESPACE_REGEX,
+    GrammarError,
+    bounded_view,
+    json_schema_grammar,
+)
 from aw_mcp.engines.sampling import TokenSampler
 from aw_mcp.text_grammars import TextGrammar, compile_lark
 
@@ -136,8 +141,7 @@ class LlguidanceConstraint(_LlguidanceMatcher):
         view, closing_reserve = bounded_view(schema, max_tokens)
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
             json.dumps(view),
-            # No free whitespace: a model looping on spaces would never finish otherwise.
-            overrides={"whitespace_flexible": False},
+            overrides={"whitespace_pattern": JSON_WHITESPACE_REGEX},
         )
         super().__init__(tokenizer, grammar, closing_reserve, JSON_CLOSING_CHARS, False)
 
