@@ -103,8 +103,8 @@ class _NamesWritten:
     def read(self, out: Sequence[int]) -> None:
         """Take in the tokens of ``out`` not read yet (one a step; the guard sees each)."""
         if len(out) > self._tokens_read:
-            # Token by token: a character split over tokens may decode oddly, which names
-            # of printable ASCII (refs, ids) never are.
+            # Decoded in pieces as they come: a character split over two pieces may decode
+            # oddly, which names of printable ASCII (refs, ids) never are.
             before = len(self._text)
             self._text += self._detokenize(out[self._tokens_read :])
             self._tokens_read = len(out)
