@@ -48,15 +48,21 @@ def test_the_token_that_would_continue_a_loop_is_banned_for_the_next_likeliest()
 
 
 def test_a_token_that_would_name_a_unique_name_again_is_banned():
-    vocab = ["- a [ref=e", "1", "2", "]\n", "0"]
+    vocab = ["- a [ref=e", "1", "2", "]\n", "0", "text " * 100]
     rule = LoopGuardSettings(unique_names=r"\[ref=([^\]\s]+)\]")
     guard = LoopGuard(lambda tokens: "".join(vocab[t] for t in tokens), rule)
-    logits = np.array([0.0, 0.0, 0.0, 5.0, 4.0], dtype=np.float32)  # "]\n" likeliest
+    logits = np.array([0.0, 0.0, 0.0, 5.0, 4.0, 0.0], dtype=np.float32)  # "]\n" likeliest
     out = [0, 1, 3, 0, 2, 3, 0, 1]  # e1 and e2 written; now "[ref=e1" again
     assert guard.choose(logits, out, greedy) == 4  # e10, not e1 twice
     assert guard.bans == 1
     assert guard.choose(logits, [*out, 4], greedy) == 3  # e10 is new: closed
     assert guard.choose(logits, [0, 2, 3, 0, 1], greedy) == 3  # e1 is new here
+    # A name is remembered however long ago it was written (500 characters here).
+    far = LoopGuard(guard._detokenize, rule)
+    written = [0, 1, 3, 5, 0]
+    for end in range(1, len(written) + 1):
+        far.choose(logits, written[:end], greedy)  # the guard sees the answer grow
+    assert far.choose(logits, [*written, 1], greedy) == 4
     # Without the rule the guard lets it be: the text is no loop.
     assert LoopGuard(guard._detokenize).choose(logits, out, greedy) == 3
 

@@ -144,23 +144,28 @@ def test_closing_tokens_of_a_line_grammar_are_newlines_and_fences():
     assert closing_tokens(texts) == [[5]]  # JSON's closers, spaces allowed: '"]'
 
 
-class _OnlyToken:
-    """A constraint that allows one token."""
+class _StubConstraint:
+    """A constraint that allows ``only`` one token, or every token, and keeps
+    ``closing_reserve`` tokens to close; it records the tokens accepted."""
 
-    closing_reserve, closing_chars, closing_ranked = 0, "\n", False
+    closing_chars, closing_ranked = "\n", False
 
-    def __init__(self, token: int):
-        self.token = token
+    def __init__(self, only: int | None = None, closing_reserve: int = 0):
+        self.only, self.closing_reserve = only, closing_reserve
+        self.accepted: list[int] = []
 
     def is_allowed(self, token: int) -> bool:
-        return token == self.token
+        return self.only is None or token == self.only
 
     def allowed_mask(self, n_vocab: int) -> np.ndarray:
-        return np.arange(n_vocab) == self.token
+        return np.array([self.is_allowed(t) for t in range(n_vocab)])
+
+    def accept_token(self, token: int) -> None:
+        self.accepted.append(token)
 
 
 def test_where_the_grammar_allows_only_a_banned_token_it_is_taken():
-    chooser = ConstrainedChooser(_OnlyToken(2))  # type: ignore[arg-type]
+    chooser = ConstrainedChooser(_StubConstraint(only=2))  # type: ignore[arg-type]
     sampler = TokenSampler(SamplingParams(temperature=0.0), 0)
     logits = np.array([3.0, 2.0, 1.0], dtype=np.float32)
     banned = logits.copy()
@@ -168,25 +173,10 @@ def test_where_the_grammar_allows_only_a_banned_token_it_is_taken():
     assert chooser.choose(banned, sampler, unbanned=logits) == 2
 
 
-class _AnyToken:
-    """A constraint that allows every token and keeps two in reserve to close."""
-
-    closing_reserve, closing_chars, closing_ranked = 2, "\n", False
-
-    def __init__(self) -> None:
-        self.accepted: list[int] = []
-
-    def is_allowed(self, token: int) -> bool:
-        return True
-
-    def accept_token(self, token: int) -> None:
-        self.accepted.append(token)
-
-
 def test_the_budget_counts_tokens_taken_not_choices_the_loop_guard_asks_for():
     """The loop guard may ask for several choices of one token; the document is closed from
     ``max_tokens - closing_reserve`` tokens on, however many choices came before."""
-    constraint = _AnyToken()
+    constraint = _StubConstraint(closing_reserve=2)
     chooser = ConstrainedChooser(constraint, closing_tokens=[[1]], max_tokens=4)  # type: ignore[arg-type]
     sampler = TokenSampler(SamplingParams(temperature=0.0), 0)
     logits = np.array([3.0, 2.0, 1.0], dtype=np.float32)

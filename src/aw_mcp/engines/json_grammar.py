@@ -362,6 +362,17 @@ def _least_chars(view: dict[str, Any]) -> int:
 # -- GBNF ------------------------------------------------------------------------------------
 
 
+# Whitespace between JSON tokens, for both grammar engines: one space, or a newline and at
+# most 20 spaces or tabs of indentation (the ``space`` rule of llama.cpp's C++ converter, which
+# now also allows a blank line; llama-cpp-python's allows one space only). Servers that indent
+# their JSON (memory, time, sequential-thinking) are recorded indented, and a model that has
+# seen them writes so: with a single space only, its likeliest allowed token after ``[`` was
+# often ``]`` (the memory server's relations were all answered ``[]``). Bounded, so a model
+# looping on spaces is still cut off.
+JSON_WHITESPACE_REGEX = r"(?: |\n[ \t]{0,20})"  # llguidance's whitespace_pattern
+JSON_WHITESPACE_GBNF = '( " " | "\\n" [ \\t]{0,20} )?'
+
+
 @functools.lru_cache(maxsize=256)
 def _grammar_cached(schema_json: str, max_tokens: int) -> JsonGrammar:
     from llama_cpp.llama_grammar import RESERVED_NAMES, SchemaConverter
@@ -400,15 +411,6 @@ def bounded_view(schema: dict[str, Any], max_tokens: int) -> tuple[dict[str, Any
     view = grammar_view(schema, max_tokens)
     return view, closing_reserve(view)
 
-
-# Whitespace between JSON tokens, for both grammar engines: one space, or a newline and at
-# most 20 spaces or tabs of indentation (llama.cpp's own ``space`` rule). Servers that indent
-# their JSON (memory, time, sequential-thinking) are recorded indented, and a model that has
-# seen them writes so: with a single space only, its likeliest allowed token after ``[`` was
-# often ``]`` (the memory server's relations were all answered ``[]``). Bounded, so a model
-# looping on spaces is still cut off.
-JSON_WHITESPACE_REGEX = r"(?: |\n[ \t]{0,20})"  # llguidance's whitespace_pattern
-JSON_WHITESPACE_GBNF = '( " " | "\\n" [ \\t]{0,20} )?'
 
 # A JSON string character: no raw control characters (json.loads rejects them) and no \u
 # escapes (a lone surrogate would break the UTF-8 wire later). Still a subset of JSON.

@@ -25,7 +25,7 @@ a domain whose real answers never count in a loop (a shell's do).
 something one answer never names twice (a page snapshot's element refs). A model that loops
 on a block of a page starts counting its refs again (``[ref=f1e8]`` a second time), which no
 real snapshot does; the token that would complete a second match of a name is banned like a
-loop's, and the model takes another (``f1e80``) or leaves the block.
+loop's, so the model must write another name (``f1e80``) or leave the block.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _DIGIT = re.compile(r"[0-9]")
-# How far back from the end of the text a match of ``unique_names`` may start.
+# How far before the newest token a match of ``unique_names`` may start.
 UNIQUE_NAME_WINDOW = 256
 
 
@@ -86,34 +86,37 @@ def loops_by(rule: LoopGuardSettings, text: str) -> bool:
 
 
 class _NamesWritten:
-    """The names (``unique_names``' group 1) an answer has written so far, read as it grows."""
+    """The names (``unique_names``' group 1) an answer has written so far, read as it grows.
+
+    Like the stop strings (``local.StopStrings``), only the newest text is decoded: each new
+    piece is matched together with the last ``UNIQUE_NAME_WINDOW`` characters before it, and
+    the names found are kept, so a step costs the same early and late in a long answer."""
 
     def __init__(self, pattern: str, detokenize: Callable[[Sequence[int]], str]):
         self._pattern = re.compile(pattern)
         self._detokenize = detokenize
-        self._text = ""
+        self._tail = ""  # the last UNIQUE_NAME_WINDOW characters read
         self._tokens_read = 0
         self._names: set[str] = set()
 
-    def _completed(self, text: str, after: int) -> list[str]:
-        """Names of the matches in ``text`` that end past ``after``."""
-        start = max(0, after - UNIQUE_NAME_WINDOW)
-        return [m.group(1) for m in self._pattern.finditer(text, start) if m.end() > after]
+    def _completed(self, piece: str) -> list[str]:
+        """Names of the matches that ``piece``, written after what was read, completes."""
+        text = self._tail + piece
+        return [m.group(1) for m in self._pattern.finditer(text) if m.end() > len(self._tail)]
 
     def read(self, out: Sequence[int]) -> None:
         """Take in the tokens of ``out`` not read yet (one a step; the guard sees each)."""
         if len(out) > self._tokens_read:
             # Decoded in pieces as they come: a character split over two pieces may decode
             # oddly, which names of printable ASCII (refs, ids) never are.
-            before = len(self._text)
-            self._text += self._detokenize(out[self._tokens_read :])
+            piece = self._detokenize(out[self._tokens_read :])
             self._tokens_read = len(out)
-            self._names.update(self._completed(self._text, before))
+            self._names.update(self._completed(piece))
+            self._tail = (self._tail + piece)[-UNIQUE_NAME_WINDOW:]
 
     def repeated_by(self, token: int) -> bool:
         """Would ``token`` complete a match of a name written before?"""
-        text = self._text + self._detokenize([token])
-        return any(name in self._names for name in self._completed(text, len(self._text)))
+        return any(name in self._names for name in self._completed(self._detokenize([token])))
 
 
 class LoopGuard:
