@@ -58,6 +58,47 @@ def test_the_rendering_that_explains_every_pair_is_learned():
     assert infer_text_hints(ToolSpec(name="plain"), [("text", {})]) is None
 
 
+DELETE_SCHEMA = {
+    "type": "object",
+    "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},
+    "required": ["success", "message"],
+}
+
+
+def test_a_text_that_is_one_string_property_is_learned_with_the_fields_that_never_change():
+    """The memory server's deletes: text TEXT, structuredContent {"success": true,
+    "message": TEXT}. The model then writes the text and the server adds the rest."""
+    tool = ToolSpec(name="delete_entities", outputSchema=DELETE_SCHEMA)
+    pairs = [
+        (message, {"success": True, "message": message})
+        for message in ("Entities deleted successfully", "Relations deleted successfully")
+    ]
+    hints = infer_text_hints(tool, pairs)
+    assert hints == {"text_field": "message", "fixed_fields": {"success": True}}
+    served = ToolSpec(name="delete_entities", outputSchema=DELETE_SCHEMA, simulation=hints)
+    assert served.model_output_schema is None  # the model writes text, not JSON
+    assert served.structured_answer("Gone") == {"success": True, "message": "Gone"}
+    assert served.answer_text({"success": True, "message": "Gone"}) == "Gone"
+    # A property that changes from answer to answer cannot be fixed: no hints.
+    changing = [*pairs, ("Nothing deleted", {"success": False, "message": "Nothing deleted"})]
+    assert infer_text_hints(tool, changing) is None
+    # A text that no string property holds is not a text_field.
+    assert infer_text_hints(tool, [("Done", {"success": True, "message": "ok"})]) is None
+
+
+def test_fixed_fields_go_with_a_text_field_and_must_fit_the_schema():
+    with pytest.raises(ValueError, match="for a tool with a text_field"):
+        ToolSpec(name="t", outputSchema=DELETE_SCHEMA, simulation={"fixed_fields": {"a": 1}})
+    with pytest.raises(ValueError, match="break the outputSchema"):
+        ToolSpec(
+            name="t",
+            outputSchema=DELETE_SCHEMA,
+            simulation={"text_field": "message", "fixed_fields": {"success": "yes"}},
+        )
+    with pytest.raises(ValueError, match="the only one it requires"):
+        ToolSpec(name="t", outputSchema=DELETE_SCHEMA, simulation={"text_field": "message"})
+
+
 def test_a_hint_must_name_the_one_required_property():
     with pytest.raises(ValueError, match="json_text_of"):
         ToolSpec(name="t", outputSchema=ENTITIES_SCHEMA, simulation={"json_text_of": "missing"})
@@ -69,21 +110,22 @@ def test_a_hint_must_name_the_one_required_property():
         )
 
 
-@pytest.mark.parametrize("server", ["memory", "time", "sequential-thinking"])
-def test_every_committed_structured_record_round_trips_through_its_capture(server):
+@pytest.mark.parametrize(
+    "folder", ["mcp/memory/train", "mcp/time/train", "mcp/sequential-thinking/train", "os"]
+)
+def test_every_committed_structured_record_round_trips_through_its_capture(folder):
     """The committed captures carry the hints their records imply: for every recorded
     structured answer, the text the served tool would send is the recorded text, and the
     structured answer it would build from that text is the recorded one."""
-    folder = MCP_RECORDS / server / "train"
-    domain = mirror_domain(folder / CAPTURES_FOLDER / f"{server}.json")
+    folder = REPO / "trajectories" / folder
+    (capture,) = (folder / CAPTURES_FOLDER).glob("*.json")
+    domain = mirror_domain(capture)
     checked = 0
     for episode in load_record_dir(folder):
         for record in episode.records:
             if record.structured is None or record.is_error:
                 continue
             tool = domain.tool(record.tool)
-            if tool.simulation.json_text == "compact" and tool.simulation.json_text_of is None:
-                continue  # a tool whose text no rendering explains (memory's deletes)
             assert tool.answer_text(record.structured) == record.observation
             assert tool.structured_answer(record.observation) == record.structured
             checked += 1
@@ -142,6 +184,27 @@ async def test_the_model_writes_the_recorded_text_and_the_server_builds_the_stru
     assert engine.requests[0].json_schema["type"] == "array"
     history = "\n".join(m.content for m in engine.requests[-1].messages)
     assert written in history
+
+
+@pytest.mark.anyio
+async def test_a_text_field_tool_gets_its_fixed_fields_in_the_structured_answer(tmp_path):
+    engine = FakeEngine("Entities deleted successfully")
+    capture = tmp_path / "memory.json"
+    tool = {
+        "name": "delete_entities",
+        "inputSchema": {"type": "object"},
+        "outputSchema": DELETE_SCHEMA,
+        "simulation": {"text_field": "message", "fixed_fields": {"success": True}},
+    }
+    capture.write_text(json.dumps({"tools": [tool]}))
+    async with Client(simulated_server(engine, mirror_domain(capture))) as client:
+        result = await client.call_tool("delete_entities", {"entityNames": ["Ada"]})
+    assert [block.text for block in result.content] == ["Entities deleted successfully"]
+    assert result.structured_content == {
+        "success": True,
+        "message": "Entities deleted successfully",
+    }
+    assert engine.requests[0].json_schema is None  # no JSON grammar: the model writes text
 
 
 def test_the_bundled_mcp_world_writes_structured_content_as_its_server_does():

@@ -16,7 +16,7 @@ from mcp_types import Prompt, Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aw_mcp.engines.loop_guard import LoopGuardSettings
-from aw_mcp.json_schemas import validator_class
+from aw_mcp.json_schemas import schema_errors, validator_class
 from aw_mcp.text_grammars import TextGrammar
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
@@ -171,6 +171,13 @@ class ToolSimulation(BaseModel):
         "records show it, and the server builds the structured answer from it. None: the "
         "model writes the structured answer as JSON, which is also the text.",
     )
+    fixed_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For a text_field tool whose structured answer also holds properties "
+        "that never change (the memory server's deletes: text TEXT, structuredContent "
+        '{"success": true, "message": TEXT}): those properties and their values, learned '
+        "from its records. The server adds them to the structured answer it builds.",
+    )
     json_text: JsonTextStyle = Field(
         default="compact",
         description="For a tool answered in JSON: how its real server writes the JSON as "
@@ -247,12 +254,17 @@ class ToolSpec(BaseModel):
     @model_validator(mode="after")
     def _text_hints_in_schema(self) -> ToolSpec:
         """``text_field`` and ``json_text_of`` name the one property the outputSchema
-        requires (a string for ``text_field``): the answer is built around it."""
+        requires (a string for ``text_field``) besides ``fixed_fields``: the answer is built
+        around it."""
         simulation = self.simulation
         if simulation.text_field is not None and simulation.json_text_of is not None:
             raise ValueError("simulation.text_field and json_text_of exclude each other")
+        if simulation.fixed_fields and simulation.text_field is None:
+            raise ValueError("simulation.fixed_fields is for a tool with a text_field")
+        if simulation.text_field in simulation.fixed_fields:
+            raise ValueError("simulation.fixed_fields cannot hold the text_field itself")
         schema = self.output_schema or {}
-        required = set(schema.get("required", []))
+        required = set(schema.get("required", [])) - set(simulation.fixed_fields)
         for key, field, must_be_string in (
             ("text_field", simulation.text_field, True),
             ("json_text_of", simulation.json_text_of, False),
@@ -268,8 +280,12 @@ class ToolSpec(BaseModel):
                 kind = "a string" if must_be_string else "a"
                 raise ValueError(
                     f"simulation.{key} {field!r} must name {kind} property of the tool's "
-                    "outputSchema, the only one it requires"
+                    "outputSchema, the only one it requires besides fixed_fields"
                 )
+        if simulation.fixed_fields:
+            problems = schema_errors({**schema, "required": []}, simulation.fixed_fields)
+            if problems:
+                raise ValueError(f"simulation.fixed_fields break the outputSchema: {problems[0]}")
         return self
 
     @model_validator(mode="after")
@@ -301,7 +317,7 @@ class ToolSpec(BaseModel):
         text for a text-answered tool, parsed for a tool answered in JSON (around its one
         property's value for ``json_text_of``), None without an outputSchema."""
         if self.simulation.text_field is not None:
-            return {self.simulation.text_field: observation}
+            return {**self.simulation.fixed_fields, self.simulation.text_field: observation}
         if self.output_schema is None:
             return None
         return self.structured_around(json.loads(observation))

@@ -3,11 +3,14 @@
 A tool with an ``outputSchema`` answers twice: ``structuredContent`` and a text block. Servers
 differ in the text: Python's ``json.dumps`` of the whole answer, JavaScript's
 ``JSON.stringify`` (minified, or indented by 2), or the JSON of just one property (the memory
-server's text is the list its ``{"entities": [...]}`` holds). The world model writes the text
-as the records show it and the server derives the other half (``ToolSpec.structured_answer``),
+server's text is the list its ``{"entities": [...]}`` holds), or no JSON at all but one string
+property (the filesystem server's ``content``; the memory server's deletes send their
+``message``, beside ``"success": true`` in every answer). The world model writes the text as
+the records show it and the server derives the other half (``ToolSpec.structured_answer``),
 so the served tool must know which rendering its records use. That is learned here from the
 recorded (text, structuredContent) pairs and written into the capture's ``simulation`` block
-(``json_text``, ``json_text_of``), which ``--tools-from`` and training read.
+(``json_text``, ``json_text_of``, ``text_field``, ``fixed_fields``), which ``--tools-from``
+and training read.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from aw_mcp.trajectories.records import load_record_dir
 log = logging.getLogger(__name__)
 
 STYLES: tuple[JsonTextStyle, ...] = get_args(JsonTextStyle)
+# The ``simulation`` keys learned here; annotating a capture again replaces them.
+LEARNED_KEYS = ("json_text", "json_text_of", "text_field", "fixed_fields")
 
 
 def infer_text_hints(tool: ToolSpec, pairs: list[tuple[str, Any]]) -> dict[str, Any] | None:
     """The ``simulation`` keys under which every (text, structured) pair of ``tool`` is
     rendered as recorded, or None when no rendering explains them all (or there are none).
-    The whole answer is preferred to one property, compact to the other styles."""
+    The whole answer is preferred to one property, compact to the other styles, and JSON to
+    a text that is one string property (``text_field``, with ``fixed_fields``)."""
     if tool.output_schema is None or not pairs:
         return None
     required = tool.output_schema.get("required", [])
@@ -47,6 +53,27 @@ def infer_text_hints(tool: ToolSpec, pairs: list[tuple[str, Any]]) -> dict[str, 
                 if of is not None:
                     hints["json_text_of"] = of
                 return hints
+    return _text_field_hints(properties, pairs)
+
+
+def _text_field_hints(
+    properties: dict[str, Any], pairs: list[tuple[str, Any]]
+) -> dict[str, Any] | None:
+    """``text_field`` when every text is the same string property of its structured answer
+    and the answers' other properties are the same in every pair (``fixed_fields``)."""
+    if not all(isinstance(value, dict) for _, value in pairs):
+        return None
+    for field, schema in properties.items():
+        if schema.get("type") != "string":
+            continue
+        if not all(value.get(field) == text for text, value in pairs):
+            continue
+        rests = [{k: v for k, v in value.items() if k != field} for _, value in pairs]
+        if any(rest != rests[0] for rest in rests):
+            continue
+        return (
+            {"text_field": field, "fixed_fields": rests[0]} if rests[0] else {"text_field": field}
+        )
     return None
 
 
@@ -79,14 +106,10 @@ def annotate_captures(record_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
                 continue
             hints = infer_text_hints(CapturedTool.model_validate(entry), found)
             simulation = {
-                k: v
-                for k, v in entry.get("simulation", {}).items()
-                if k not in ("json_text", "json_text_of")
+                k: v for k, v in entry.get("simulation", {}).items() if k not in LEARNED_KEYS
             }
             if hints is None:
-                log.warning(
-                    "%s %s: no JSON rendering explains its recorded text", domain, entry["name"]
-                )
+                log.warning("%s %s: no rendering explains its recorded text", domain, entry["name"])
             else:
                 learned.setdefault(domain, {})[entry["name"]] = hints
                 simulation.update(hints)
