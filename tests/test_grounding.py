@@ -54,6 +54,17 @@ def test_other_tools_and_unknown_words_find_nothing(index):
     assert index.retrieve("run_command", {"command": "zzzz"}, []) == []
 
 
+def test_a_tool_only_ever_called_without_arguments_is_grounded_on_its_calls():
+    """The everything server's get-env has no arguments and opens its episodes: nothing to
+    rank by (bm25s refused to index it, and ``serve --grounding`` stopped), so its recorded
+    calls are shown as they come."""
+    everything = GroundingIndex.from_record_dir(REPO_ROOT / "trajectories/mcp/everything/train")
+    found = everything.retrieve("get-env", {}, [])
+    assert len(found) >= 1
+    assert all(t.tool == "get-env" and '"PATH"' in t.observation for t in found)
+    assert everything.retrieve("echo", {"message": "hello"}, [])[0].tool == "echo"
+
+
 @pytest.mark.anyio
 async def test_the_examples_are_in_the_current_turn_only(tmp_path):
     """With the real embedded model: the retrieved real observation is in the prompt of the

@@ -67,10 +67,15 @@ class _ToolIndex:
         import bm25s
 
         self.transitions = transitions
-        self.retriever = bm25s.BM25()
         corpus = [self.document(t.arguments, t.previous) for t in transitions]
-        self.retriever.index(corpus, show_progress=False)
-        self.vocabulary = set(self.retriever.vocab_dict)
+        # A tool only ever called without arguments, first in its episodes (the everything
+        # server's get-env), leaves nothing to rank by, and bm25s cannot index that.
+        self.retriever: Any = None
+        self.vocabulary: set[str] = set()
+        if any(corpus):
+            self.retriever = bm25s.BM25()
+            self.retriever.index(corpus, show_progress=False)
+            self.vocabulary = set(self.retriever.vocab_dict)
 
     @staticmethod
     def document(arguments: dict[str, Any], previous: str) -> list[str]:
@@ -79,6 +84,8 @@ class _ToolIndex:
         return own + own + text_tokens(previous)
 
     def search(self, arguments: dict[str, Any], previous: str, k: int) -> list[Transition]:
+        if self.retriever is None:  # every recorded call is as similar as any other
+            return self.transitions[:k]
         query = [t for t in self.document(arguments, previous) if t in self.vocabulary]
         if not query:
             return []
