@@ -55,7 +55,7 @@ def test_other_tools_and_unknown_words_find_nothing(index):
 
 
 def test_a_tool_only_ever_called_without_arguments_is_grounded_on_its_calls():
-    """The everything server's get-env has no arguments and opens its episodes: nothing to
+    """The everything server's get-env has no arguments, nor has the call before it: nothing to
     rank by (bm25s refused to index it, and ``serve --grounding`` stopped), so its recorded
     calls are shown as they come."""
     everything = GroundingIndex.from_record_dir(REPO_ROOT / "trajectories/mcp/everything/train")

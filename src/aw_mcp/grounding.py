@@ -68,8 +68,9 @@ class _ToolIndex:
 
         self.transitions = transitions
         corpus = [self.document(t.arguments, t.previous) for t in transitions]
-        # A tool only ever called without arguments, first in its episodes (the everything
-        # server's get-env), leaves nothing to rank by, and bm25s cannot index that.
+        # A tool only ever called without arguments, and only first in an episode or after
+        # another such call (the everything server's get-env), leaves nothing to rank by, and
+        # bm25s cannot index that.
         self.retriever: Any = None
         self.vocabulary: set[str] = set()
         if any(corpus):
