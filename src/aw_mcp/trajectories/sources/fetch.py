@@ -6,6 +6,11 @@ the bookshop and the installed manuals that :mod:`web_sites` serves while the so
 pieces (``max_length``/``start_index``); 404 and 500 pages, a path robots.txt disallows and a
 port nobody listens on give the server's real errors. Held out: the whole valgrind manual (a
 site never fetched in training) and the template ``paged_reading``.
+
+The template ``manuals`` (added after the seed-1 training folder was recorded, which
+``--templates shop,docs,errors`` draws again) reads the Linux-PAM guides, a DocBook manual
+whose pages the server's readability step turns into anything from a 92-character stub to
+30,000 characters, at every ``max_length``: the real lengths a world model has to learn.
 """
 
 from __future__ import annotations
@@ -36,6 +41,32 @@ LIBFFI_PAGES = [
     "Missing-Features.html",
 ]
 VALGRIND_PAGES = ["index.html", "QuickStart.html", "FAQ.html", "licenses.html", "dist.html"]
+# Linux-PAM pages (libpam-doc), short and long ones: index pages come back as a stub.
+PAM_PAGES = [
+    "index.html",
+    "Linux-PAM_ADG.html",
+    "Linux-PAM_SAG.html",
+    "adg-introduction.html",
+    "adg-overview.html",
+    "adg-security.html",
+    "adg-see-also.html",
+    "adg-libpam_misc.html",
+    "mwg-expected-by-module.html",
+    "mwg-expected-of-module-auth.html",
+    "mwg-introduction-synopsis.html",
+    "mwg-see-programming-syslog.html",
+    "sag-configuration.html",
+    "sag-configuration-file.html",
+    "sag-module-reference.html",
+    "sag-pam_deny.html",
+    "sag-pam_env.html",
+    "sag-pam_limits.html",
+    "sag-pam_nologin.html",
+    "sag-pam_unix.html",
+    "sag-pam_wheel.html",
+    "sag-security-issues.html",
+    "sag-text-conventions.html",
+]
 SEARCHES = ["python", "code", "martin", "rust", "haskell", "the", "c"]
 
 
@@ -81,6 +112,16 @@ def _errors(rng: random.Random) -> list[Call]:
     return [*calls, ("fetch", {"url": _shop_url(rng), "max_length": 600})]
 
 
+def _manuals(rng: random.Random) -> list[Call]:
+    calls: list[Call] = []
+    for page in rng.sample(PAM_PAGES, rng.randint(1, 3)):
+        arguments: dict[str, object] = {"url": f"{DOCS_URL}/pam/{page}"}
+        if (size := rng.choice([None, 500, 1000, 2000, 3000])) is not None:
+            arguments["max_length"] = size
+        calls.append(("fetch", arguments))
+    return calls
+
+
 def _valgrind(rng: random.Random) -> list[Call]:  # held out: a site never seen in training
     return [
         ("fetch", {"url": f"{DOCS_URL}/valgrind/{p}", "max_length": 2000})
@@ -107,6 +148,7 @@ SOURCE = mcp_user_world(
         Template("shop", _shop),
         Template("docs", _docs),
         Template("errors", _errors),
+        Template("manuals", _manuals),
         Template("valgrind", _valgrind, heldout=True),
         Template("paged_reading", _paged_reading, heldout=True),
     ],
@@ -116,7 +158,7 @@ SOURCE = mcp_user_world(
             "server": f"{PACKAGE} {VERSION} (server name mcp-fetch), started with "
             "--allow-private-ips",
             "sites": f"{SHOP_URL} (a bookshop web application) and {DOCS_URL} (HTML manuals "
-            "installed by Debian packages: /libffi/ and /valgrind/)",
+            "installed by Debian packages: /libffi/, /pam/ and /valgrind/)",
         },
         "notes": [
             "Answers start 'Contents of <url>:' and give the page as markdown; raw=true gives "
