@@ -56,11 +56,12 @@ def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_doma
         assert profile == "small"
 
 
-def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_unseen_ones(
+def test_a_mirrored_server_is_matched_as_a_mirror_so_an_adapter_for_mirrors_serves_unseen_ones(
     monkeypatch,
 ):
-    """Adapters know every mirrored capture by the domain it is simulated like (``mcp``), as
-    training records them; sqlite is a server no training episode comes from."""
+    """Adapters know every mirrored capture by one domain (``mcp-mirror``), as training
+    records them; sqlite is a server no training episode comes from. The bundled ``mcp``
+    world is not a mirror: an adapter for mirrors does not serve it."""
     import aw_mcp.adapters as adapters_module
 
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)
@@ -69,14 +70,15 @@ def test_a_mirrored_server_is_matched_as_mcp_so_an_adapter_for_mirrors_serves_un
     def as_trained_on_mirrors(path):
         info = real_info(path)
         mirrors = path.name == "qwen2.5-coder-0.5b.gguf"
-        return dataclasses.replace(info, domains=("mcp",)) if mirrors else info
+        return dataclasses.replace(info, domains=("mcp-mirror",)) if mirrors else info
 
     monkeypatch.setattr(adapters_module, "read_adapter_info", as_trained_on_mirrors)
     capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
     adapters, profile = _resolve(tools_from=[capture])
     assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")]
     assert profile == "small"
-    assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: not mcp
+    assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: no mirror
+    assert _resolve(simulator=["mcp"])[0] == []  # the bundled world: not a mirror
 
 
 def test_a_domains_own_adapter_wins_over_the_shared_one_and_adapters_never_stack(monkeypatch):

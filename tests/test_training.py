@@ -240,10 +240,11 @@ def _metrics(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_records_of_a_mirrored_server_train_under_the_mcp_adapter_domain():
+def test_records_of_a_mirrored_server_train_under_the_mirror_adapter_domain():
     """A record dir of a real server that is no bundled domain renders with its captured
-    tools/list (as serve --tools-from would), and adapters know it as a mirror (``mcp``), so
-    one trained on mirrors serves servers it never saw."""
+    tools/list (as serve --tools-from would), and adapters know it as a mirror
+    (``mcp-mirror``), so one trained on mirrors serves servers it never saw, and the
+    bundled ``mcp`` world (the everything server) is a domain of its own."""
     from aw_mcp.training import training_domains
 
     memory = REPO_ROOT / "trajectories/mcp/memory/train"
@@ -252,8 +253,11 @@ def test_records_of_a_mirrored_server_train_under_the_mcp_adapter_domain():
     domains = {d.name: d for d in training_domains(None, by_dir)}
     assert sorted(domains) == ["memory", "terminal"]
     assert "create_entities" in {t.name for t in domains["memory"].tools}
-    assert domains["memory"].adapter_domain == "mcp"
+    assert domains["memory"].adapter_domain == "mcp-mirror"
     assert domains["terminal"].adapter_domain == "terminal"
+    everything = REPO_ROOT / "trajectories/mcp/everything/train"
+    bundled_mcp = training_domains(None, {everything: load_record_dir(everything)})
+    assert [d.adapter_domain for d in bundled_mcp] == ["mcp"]
     with pytest.raises(ValueError, match=r"tools/memory\.json"):
         training_domains(None, {terminal: by_dir[memory]})  # no capture beside them
 

@@ -426,14 +426,17 @@ class DomainSpec(BaseModel):
         default=None,
         pattern=r"^[a-z0-9][a-z0-9_\-]*$",
         description="The bundled domain this one is simulated like (a mirrored capture: mcp). "
-        "LoRA adapters know domains by this name: one trained on mirrored servers serves any "
-        "mirrored server, seen in training or not.",
+        "LoRA adapters know every such domain by one name (adapter_domain): one trained on "
+        "mirrored servers serves any mirrored server, seen in training or not.",
     )
 
     @property
     def adapter_domain(self) -> str:
-        """The domain name adapters record and are matched by."""
-        return self.simulated_like or self.name
+        """The domain name adapters record and are matched by: a bundled domain's own name, and
+        one shared name for every mirror (``mcp-mirror``). Mirrors are matched apart from the
+        bundled world they are simulated like: its tools and guidance are its own, and
+        adapters trained on mirrors lost it (docs/training.md, runs m1 and m2)."""
+        return f"{self.simulated_like}-mirror" if self.simulated_like else self.name
 
     @model_validator(mode="after")
     def _names_unique_and_demos_known(self) -> DomainSpec:
