@@ -112,3 +112,15 @@ def test_the_cli_writes_the_rank_it_is_asked_for_and_says_what_it_keeps(tmp_path
     (down,) = [t for t in GGUFReader(out).tensors if t.name.endswith(".lora_a")]
     assert np.array(down.data).shape[0] == 4
     assert read_adapter_info(out).alpha == 4.0
+
+
+def test_the_result_is_served_for_the_domains_asked_for(tmp_path):
+    """--domains scopes where serving picks the result (an adapter that measured worse than
+    the plain model in one of its domains); without it, every part's domains."""
+    one = _adapter(tmp_path / "one.gguf", seed=1, alpha=16, rank=4)
+    out = tmp_path / "m.gguf"
+    halves = [f"{one}*0.5", f"{one}*0.5"]
+    assert main(["adapters", "merge", *halves, "--domains", "mcp-mirror", "--out", str(out)]) == 0
+    assert read_adapter_info(out).domains == ("mcp-mirror",)
+    assert np.allclose(_change(out), _change(one), atol=1e-2)  # the same change
+    assert main(["adapters", "merge", *halves, "--domains", " , ", "--out", str(out)]) == 2

@@ -36,6 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the best rank-N approximation of the sum (exact where the summed rank "
         "is at most N); default: the summed rank, exact",
     )
+    merge.add_argument(
+        "--domains",
+        type=lambda text: [d.strip() for d in text.split(",") if d.strip()],
+        metavar="NAME[,NAME...]",
+        help="the domains serving picks the result for by default (default: every part's); "
+        "e.g. one that measured worse than the plain model in a domain it was trained on",
+    )
     merge.set_defaults(handler=_merge)
 
 
@@ -47,7 +54,9 @@ def _merge(args: argparse.Namespace) -> int:
         parts = [parse_part(text) for text in args.parts]
         if args.rank is not None and args.rank < 1:
             raise ValueError(f"--rank must be at least 1, not {args.rank}")
-        merged = merge_adapters(parts, args.out, args.rank)
+        if args.domains is not None and not args.domains:
+            raise ValueError("--domains needs at least one domain name")
+        merged = merge_adapters(parts, args.out, args.rank, args.domains)
     except (ValueError, AdapterError) as exc:
         print(f"aw-mcp adapters merge: {exc}", file=sys.stderr)
         return 2

@@ -48,11 +48,16 @@ class MergedAdapter:
     kept: float  # the least share of a tensor's change (squared Frobenius norm) kept; 1: exact
 
 
-def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) -> MergedAdapter:
+def merge_adapters(
+    parts: list[SoupPart],
+    out: Path,
+    rank: int | None = None,
+    domains: list[str] | None = None,
+) -> MergedAdapter:
     """Write the adapter whose change is the weighted sum of the parts' changes to ``out``;
     with ``rank``, its best approximation of that rank (exact where the summed rank is not
-    above it; see ``truncate``). ValueError (naming the file) where the parts do not fit
-    together."""
+    above it; see ``truncate``). It is served by default for ``domains`` (None: every
+    part's domains). ValueError (naming the file) where the parts do not fit together."""
     from gguf import GGUFReader
 
     if len(parts) < 2:
@@ -87,7 +92,8 @@ def merge_adapters(parts: list[SoupPart], out: Path, rank: int | None = None) ->
         written_rank = down.shape[0]
         merged[f"{name}.lora_a"], merged[f"{name}.lora_b"] = down, up
     header = {PROFILE_KEY: first.profile or "", BASE_MODEL_KEY: first.base_model or ""}
-    header[DOMAINS_KEY] = ",".join(dict.fromkeys(d for info in infos for d in info.domains))
+    joined = dict.fromkeys(d for info in infos for d in info.domains)
+    header[DOMAINS_KEY] = ",".join(domains if domains is not None else joined)
     header[SOURCES_KEY] = ",".join(f"{p.path.name}*{p.weight:g}" for p in parts)
     # alpha = rank: llama.cpp's scale alpha / rank is 1, the weights carry the scales.
     write_adapter_file(out, architecture, float(written_rank), header, merged)
