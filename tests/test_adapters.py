@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from aw_mcp.adapters import AdapterError, bundled_adapters, read_adapter_info
@@ -28,12 +26,14 @@ def test_each_bundled_adapter_says_how_it_was_trained():
     qwen = read_adapter_info(bundled("qwen2.5-coder-0.5b.gguf"))
     web = read_adapter_info(bundled("qwen2.5-coder-0.5b-web.gguf"))
     swe = read_adapter_info(bundled("qwen2.5-coder-0.5b-swe.gguf"))
+    mirrors = read_adapter_info(bundled("qwen2.5-coder-0.5b-mirrors.gguf"))
     assert (smol.profile, smol.domains) == ("small", ("terminal",))
+    assert (mirrors.profile, mirrors.domains) == ("default", ("mcp-mirror",))
     assert (qwen.profile, qwen.domains) == ("small", ("os", "swe", "terminal"))
     assert (web.profile, web.domains) == ("small", ("web",))
     assert (swe.profile, swe.domains) == ("small", ("swe",))
     assert smol.base_model == KNOWN_MODELS["smollm2-135m"].file_name
-    assert qwen.base_model == web.base_model == swe.base_model
+    assert qwen.base_model == web.base_model == swe.base_model == mirrors.base_model
     assert qwen.base_model == KNOWN_MODELS[DEFAULT_MODEL].file_name
     assert smol.alpha > 0 and qwen.alpha > 0 and web.alpha > 0 and swe.alpha > 0
 
@@ -56,29 +56,20 @@ def test_the_default_model_gets_its_own_adapter_and_profile_in_each_trained_doma
         assert profile == "small"
 
 
-def test_a_mirrored_server_is_matched_as_a_mirror_so_an_adapter_for_mirrors_serves_unseen_ones(
+def test_every_mirrored_server_gets_the_mirrors_adapter_and_the_bundled_mcp_world_does_not(
     monkeypatch,
 ):
     """Adapters know every mirrored capture by one domain (``mcp-mirror``), as training
-    records them; sqlite is a server no training episode comes from. The bundled ``mcp``
-    world is not a mirror: an adapter for mirrors does not serve it."""
-    import aw_mcp.adapters as adapters_module
-
+    records them: the mirrors' adapter serves sqlite, a server no training episode comes
+    from, with the profile it was trained with. The bundled ``mcp`` world is not a mirror
+    (the adapter lost it), and a mirror beside terminal matches no adapter."""
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)
-    real_info = adapters_module.read_adapter_info
-
-    def as_trained_on_mirrors(path):
-        info = real_info(path)
-        mirrors = path.name == "qwen2.5-coder-0.5b.gguf"
-        return dataclasses.replace(info, domains=("mcp-mirror",)) if mirrors else info
-
-    monkeypatch.setattr(adapters_module, "read_adapter_info", as_trained_on_mirrors)
     capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
     adapters, profile = _resolve(tools_from=[capture])
-    assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b.gguf")]
-    assert profile == "small"
-    assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []  # terminal: no mirror
-    assert _resolve(simulator=["mcp"])[0] == []  # the bundled world: not a mirror
+    assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b-mirrors.gguf")]
+    assert profile == "default"
+    assert _resolve(tools_from=[capture], simulator=["terminal"])[0] == []
+    assert _resolve(simulator=["mcp"]) == ([], "default")
 
 
 def test_a_domains_own_adapter_wins_over_the_shared_one_and_adapters_never_stack(monkeypatch):
