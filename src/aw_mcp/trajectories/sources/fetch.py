@@ -9,8 +9,9 @@ site never fetched in training) and the template ``paged_reading``.
 
 The template ``manuals`` (added after the seed-1 training folder was recorded, which
 ``--templates shop,docs,errors`` draws again) reads the Linux-PAM guides, a DocBook manual
-whose pages the server's readability step turns into anything from a 92-character stub to
-30,000 characters, at every ``max_length``: the real lengths a world model has to learn.
+whose pages (this list's) the server's readability step turns into anything from a
+92-character stub to 10,000 characters, at every ``max_length``: the real lengths a world
+model has to learn.
 """
 
 from __future__ import annotations
