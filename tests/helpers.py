@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
+from mcp import StdioServerParameters
 
 from aw_mcp.catalogue import Catalogue
 from aw_mcp.domain import load_domain
@@ -31,6 +34,17 @@ def make_simulator(
 def make_server(engine: Engine, domain: str | Path = TINY_DOMAIN, **settings):
     simulator = make_simulator(engine, domain, **settings)
     return simulator, build_server(simulator)
+
+
+def default_server(*args: str) -> StdioServerParameters:
+    """Plain `aw-mcp serve` as a new user starts it: no model chosen (conftest's plumbing
+    model taken out of the environment)."""
+    env = {k: v for k, v in os.environ.items() if k != "AW_MCP_MODEL"}
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aw_mcp", "serve", "--threads", "1", *args],
+        env={**env, "AW_MCP_LOG_LEVEL": "WARNING"},
+    )
 
 
 def text_of(result) -> str:

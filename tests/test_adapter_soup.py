@@ -59,7 +59,10 @@ def test_adapters_of_other_bases_or_bad_weights_are_refused(tmp_path):
     with pytest.raises(ValueError, match="the weight is a number"):
         parse_part(f"{one}*half")
     assert parse_part(f"{one}*0.5") == SoupPart(one, 0.5)
-    assert main(["adapters", "merge", str(one), "--out", str(tmp_path / "m.gguf")]) == 2
+    with pytest.raises(ValueError, match="one adapter or more"):
+        merge_adapters([], tmp_path / "m.gguf")
+    missing = tmp_path / "none.gguf"
+    assert main(["adapters", "merge", str(missing), "--out", str(tmp_path / "m.gguf")]) == 2
     assert not (tmp_path / "m.gguf").exists()
 
 
@@ -124,3 +127,19 @@ def test_the_result_is_served_for_the_domains_asked_for(tmp_path):
     assert read_adapter_info(out).domains == ("mcp-mirror",)
     assert np.allclose(_change(out), _change(one), atol=1e-2)  # the same change
     assert main(["adapters", "merge", *halves, "--domains", " , ", "--out", str(out)]) == 2
+
+
+def test_one_adapter_alone_is_copied_bit_for_bit_under_other_domains(tmp_path):
+    """Moving a trained adapter to other domains needs no rank cut: its tensors are written
+    as they were (alpha equal to the rank: llama.cpp's scale 1), only the metadata changes."""
+    one = _adapter(tmp_path / "one.gguf", seed=1, alpha=4, rank=4)
+    out = tmp_path / "copy.gguf"
+    assert main(["adapters", "merge", str(one), "--domains", "mcp-mirror", "--out", str(out)]) == 0
+    assert read_adapter_info(out).domains == ("mcp-mirror",)
+
+    def tensors(path: Path) -> dict[str, bytes]:
+        return {t.name: bytes(t.data.tobytes()) for t in GGUFReader(path).tensors}
+
+    assert tensors(out) == tensors(one)
+    halved = merge_adapters([SoupPart(one, 0.5)], tmp_path / "half.gguf")
+    assert np.allclose(_change(halved.path), 0.5 * _change(one), atol=1e-2)

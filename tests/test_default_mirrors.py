@@ -19,8 +19,7 @@ from aw_mcp.episode.episode import CallRecord
 from aw_mcp.evaluation.metrics import similarity
 from aw_mcp.trajectories.records import load_record_dir
 from tests.conftest import REPO_ROOT
-from tests.helpers import text_of
-from tests.test_default_world_model import default_server
+from tests.helpers import default_server, text_of
 
 pytestmark = pytest.mark.anyio
 

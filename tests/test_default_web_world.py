@@ -18,8 +18,7 @@ from mcp import Client
 
 from aw_mcp.evaluation.metrics import page_state_well_formed
 from aw_mcp.trajectories.records import load_record_dir
-from tests.helpers import text_of
-from tests.test_default_world_model import default_server
+from tests.helpers import default_server, text_of
 
 HOME = "http://127.0.0.1:8431/"
 RECORDS = Path(__file__).resolve().parent.parent / "trajectories" / "web" / "train"

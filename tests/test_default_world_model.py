@@ -10,8 +10,6 @@ sandbox (as the generator tests do); the model runs on the CPU, one thread.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.worlds import from_world
-from tests.helpers import needs_sandbox, text_of
+from tests.helpers import default_server, needs_sandbox, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -63,17 +61,6 @@ def real_answers(commands: list[str], world_file: Path | None = None) -> list[st
         world = world.merged(load_world(world_file))
     with BashSandbox(world=from_world(world)) as shell:
         return [observation_text(*shell.run(c)) for c in commands]
-
-
-def default_server(*args: str) -> StdioServerParameters:
-    """Plain `aw-mcp serve` as a new user starts it: no model chosen (conftest's plumbing
-    model taken out of the environment)."""
-    env = {k: v for k, v in os.environ.items() if k != "AW_MCP_MODEL"}
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "aw_mcp", "serve", "--threads", "1", *args],
-        env={**env, "AW_MCP_LOG_LEVEL": "WARNING"},
-    )
 
 
 async def served_answers(params: StdioServerParameters, commands: list[str]) -> list[str]:

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write one adapter whose change of each weight is the weighted sum of the "
         "given adapters' changes (exact: the ranks add up). The adapters must share their base "
         "model, profile and tensors. Measure the result on held-out episodes like any "
-        "checkpoint (aw-mcp eval closed-loop --lora OUT).",
+        "checkpoint (aw-mcp eval closed-loop --lora OUT). One adapter alone is copied, scaled "
+        "by its weight: with --domains, the same change served for other domains.",
     )
     merge.add_argument(
         "parts",

@@ -57,11 +57,13 @@ def merge_adapters(
     """Write the adapter whose change is the weighted sum of the parts' changes to ``out``;
     with ``rank``, its best approximation of that rank (exact where the summed rank is not
     above it; see ``truncate``). It is served by default for ``domains`` (None: every
-    part's domains). ValueError (naming the file) where the parts do not fit together."""
+    part's domains). One part at weight 1 copies an adapter under new ``domains``, bit for
+    bit where its alpha equals its rank. ValueError (naming the file) where the parts do
+    not fit together."""
     from gguf import GGUFReader
 
-    if len(parts) < 2:
-        raise ValueError("a merge takes two adapters or more")
+    if not parts:
+        raise ValueError("a merge takes one adapter or more")
     infos = [read_adapter_info(p.path) for p in parts]  # refuses what is no LoRA adapter
     first = infos[0]
     for info in infos[1:]:
