@@ -15,7 +15,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.domain.models import DomainSpec
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.constraints import ConstrainedChooser, closing_tokens
@@ -105,6 +105,21 @@ def test_every_text_the_yaml_block_grammar_takes_parses_as_a_yaml_list():
     for _ in range(60):
         text = _random_document(lark, rng)
         assert isinstance(_tree(text), list), text
+
+
+def test_every_bundled_demonstration_keeps_to_its_tool_s_answer_grammar():
+    """A demonstration shows the model an answer: one its grammar would refuse to decode
+    teaches a form the tool can never give (the search world's Brave results are minified,
+    as the real server writes them)."""
+    checked = set()
+    for name in bundled_domain_names():
+        domain = load_domain(name)
+        grammars = {t.name: t.simulation.answer_grammar for t in domain.tools if t.simulation}
+        for demo in domain.demonstrations:
+            if (grammar := grammars.get(demo.tool)) is not None:
+                assert _accepts(grammar.lark, demo.observation), f"{name}: {demo.tool}"
+                checked.add(f"{name}.{demo.tool}")
+    assert {"search.brave_web_search", "web.browser_snapshot"} <= checked
 
 
 def test_building_blocks_are_added_only_where_used_and_not_defined():
