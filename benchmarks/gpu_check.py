@@ -16,15 +16,22 @@ GPU numbers mean more with a real model, e.g. --hf-model Qwen/Qwen3-4B or --gguf
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import anyio
 
 from aw_mcp.engines.base import ChatMessage, Engine, EngineError, GenerationRequest
 
 COUNTING = "Count from 1 to 2000, separated by spaces, with nothing else."
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"numbers": {"type": "array", "items": {"type": "integer"}, "maxItems": 5}},
+    "required": ["numbers"],
+}
 FILLER = "The agent listed the files of the project and read its configuration. " * 40
 
 
@@ -55,10 +62,16 @@ async def measure(engine: Engine, label: str, decode_tokens: int) -> None:
     follow = [*prompt, ChatMessage(role="assistant", content=warm.text)]
     follow.append(ChatMessage(role="user", content="Now count backwards from 10."))
     turn2 = await engine.generate(GenerationRequest(messages=follow, max_tokens=8, cache_key="g"))
+    # A constrained answer: the JSON-schema mask is applied to the logits on the device.
+    constrained = await engine.generate(
+        GenerationRequest(messages=prompt, max_tokens=64, cache_key="g", json_schema=COUNT_SCHEMA)
+    )
+    json.loads(constrained.text)  # raises where the mask let something else through
     print(
         f"{label:38} prefill {prefill:9.0f} tok/s ({cold.stats.evaluated_prompt_tokens} tokens)"
         f"   decode {decode:7.1f} tok/s ({warm.stats.completion_tokens} tokens)"
         f"   turn 2 reused {turn2.stats.reused_prompt_tokens}/{turn2.stats.prompt_tokens}"
+        f"   JSON {constrained.text[:40]!r}"
     )
     await engine.aclose()
 
@@ -76,13 +89,18 @@ def transformers_engine(model: str | None, gguf: Path | None, device: str) -> En
 
 
 async def run(args: argparse.Namespace) -> int:
-    import llama_cpp
-
     failures = 0
     runs: list[tuple[str, Engine]] = []
-    if llama_cpp.llama_supports_gpu_offload():
+    llama_cpp: ModuleType | None
+    try:
+        import llama_cpp
+    except ImportError:
+        llama_cpp = None
+        print("llama.cpp: llama-cpp-python is not installed; its part is skipped")
+        failures += 1
+    if llama_cpp is not None and llama_cpp.llama_supports_gpu_offload():
         runs.append(("llama.cpp, all layers on the GPU", llama_engine(args.gguf, -1)))
-    else:
+    elif llama_cpp is not None:
         print(
             "llama.cpp: this llama-cpp-python build cannot offload to a GPU; rebuild it with\n"
             '  CMAKE_ARGS="-DGGML_CUDA=on" pip install llama-cpp-python --no-binary '
@@ -97,8 +115,9 @@ async def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("transformers: not installed (pip install 'aw-mcp[transformers]')")
         failures += 1
-    if args.cpu_baseline:
+    if args.cpu_baseline and llama_cpp is not None:
         runs.append(("llama.cpp on the CPU (baseline)", llama_engine(args.gguf, 0)))
+    if args.cpu_baseline:
         runs.append(
             (
                 "transformers on the CPU (baseline)",
@@ -108,7 +127,7 @@ async def run(args: argparse.Namespace) -> int:
     for label, engine in runs:
         try:
             await measure(engine, label, args.decode_tokens)
-        except EngineError as exc:
+        except (EngineError, ValueError) as exc:  # ValueError: the constrained answer's JSON
             print(f"{label}: FAILED: {exc}")
             failures += 1
     return 1 if failures else 0
