@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     loaded = load_for_training(args.base, settings.rank, settings.alpha, args.device, args.dtype)
     loaded_s = time.monotonic() - started
-    shape = {"n_layers": loaded.n_layers, "n_head": loaded.n_head, "n_kv_head": loaded.n_kv_head}
-    meta = AdapterMetadata(**data["meta"], **shape)
+    meta = AdapterMetadata(
+        **data["meta"], n_layers=loaded.n_layers, n_head=loaded.n_head, n_kv_head=loaded.n_kv_head
+    )
     trainer = Trainer(loaded, train, validation, data["prefix"], settings, args.out, meta)
     summary = trainer.run()
     steps = [h for h in trainer.history if "loss" in h]

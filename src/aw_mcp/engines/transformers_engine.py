@@ -36,6 +36,7 @@ from aw_mcp.engines.constraints import GrammarError, LlguidanceConstraint, Token
 from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.engines.snapshots import Snapshot
+from aw_mcp.engines.transformers_cache import cache_argument
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +245,9 @@ class TransformersEngine(LocalEngine):
             for start in range(0, len(tokens), PREFILL_CHUNK):
                 chunk = tokens[start : start + PREFILL_CHUNK]
                 ids = torch.tensor([chunk], dtype=torch.long, device=self._model.device)
-                out = self._model(input_ids=ids, cache=live.cache, use_cache=True, logits_to_keep=1)
+                out = self._model(
+                    input_ids=ids, **cache_argument(live.cache), use_cache=True, logits_to_keep=1
+                )
                 live.tokens.extend(chunk)
                 self._last_logits = out.logits[0, -1]
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aw_mcp.engines.transformers_cache import cache_argument, output_cache
 from aw_mcp.training.examples import TrainingExample
 from aw_mcp.training.gguf_adapter import AdapterMetadata, read_gguf_adapter, write_gguf_adapter
 from aw_mcp.training.lora import (
@@ -104,7 +105,7 @@ def batch_loss(loaded: LoadedModel, batch: list[TrainingExample], prefix: int) -
             out = loaded.body(
                 input_ids=torch.tensor([first[:prefix]], device=device), use_cache=True
             )
-        cache = out.cache
+        cache = output_cache(out)
         cache.batch_repeat_interleave(len(batch))
     length = max(len(e) for e in batch) - prefix
     ids = torch.zeros((len(batch), length), dtype=torch.long, device=device)
@@ -125,7 +126,7 @@ def batch_loss(loaded: LoadedModel, batch: list[TrainingExample], prefix: int) -
         input_ids=ids,
         attention_mask=mask,
         position_ids=positions.expand(len(batch), -1),
-        cache=cache,
+        **cache_argument(cache),
         use_cache=cache is not None,
     ).last_hidden_state
     picked = hidden[torch.tensor(rows, device=device), torch.tensor(cols, device=device)]
