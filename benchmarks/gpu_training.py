@@ -5,8 +5,8 @@ through llama-cpp-python, which a GPU machine may lack):
 
     # where aw-mcp is installed: render record dirs into training sequences, as `aw-mcp
     # train` does, and write them to one JSON file
-    python benchmarks/gpu_training.py prepare trajectories/terminal/train --out seqs.json \\
-        [--model smollm2-135m] [--max-tokens 2048] [--episodes 64]
+    python benchmarks/gpu_training.py prepare trajectories/terminal/varied --out seqs.json \\
+        [--model smollm2-135m] [--max-tokens 2048]
     # on each device: train on those sequences, print the step times and losses, and write
     # the adapter (the same export `aw-mcp train` writes)
     python benchmarks/gpu_training.py run seqs.json --base FILE.gguf --device cuda \\
@@ -35,58 +35,40 @@ from aw_mcp.training.trainer import Trainer, TrainSettings
 
 def prepare(args: argparse.Namespace) -> int:
     """Render ``args.records`` as `aw-mcp train` does and write the sequences to JSON."""
-    from aw_mcp.domain.loader import load_domain
-    from aw_mcp.episode.prompt import PROFILES
-    from aw_mcp.models import resolve_model
-    from aw_mcp.training import trained_domains, training_domains
-    from aw_mcp.training.examples import (
-        DomainContext,
-        ServingFormat,
-        build_examples,
-        shared_prefix_length,
-        split_validation,
-    )
+    from aw_mcp.training import TrainJob, build_training_set
+    from aw_mcp.training.examples import shared_prefix_length, split_validation
     from aw_mcp.training.gguf_adapter import base_architecture
-    from aw_mcp.trajectories.records import load_record_dir
-    from aw_mcp.trajectories.world_file import record_dir_worlds
 
-    base = resolve_model(args.model)
-    by_dir = {d: load_record_dir(d)[: args.episodes] for d in args.records}
-    episodes = [e for found in by_dir.values() for e in found]
-    contexts = {
-        d.name: DomainContext.of(d, None)
-        for d in (
-            [load_domain(s) for s in args.simulator]
-            if args.simulator
-            else training_domains(None, by_dir)
-        )
-    }
-    worlds = {}
-    for directory, found in by_dir.items():
-        worlds.update(record_dir_worlds(directory, found))
-    fmt = ServingFormat.from_gguf(base)
-    profile = PROFILES[args.profile]()
-    examples = build_examples(episodes, contexts, profile, fmt, args.max_tokens, worlds)
-    train, validation = split_validation(examples, args.val_fraction, 0)
+    job = TrainJob(
+        record_dirs=args.records,
+        out_dir=args.out.parent,
+        simulators=args.simulator,
+        profile=args.profile,
+        base_model=args.model,
+        max_tokens=args.max_tokens,
+        val_fraction=args.val_fraction,
+    )
+    found = build_training_set(job)
+    train, validation = split_validation(found.examples, job.val_fraction, 0)
     # The adapter's metadata but for the model's shape, which `run` reads from the model.
     meta = {
         "alpha": args.alpha,
-        "profile": args.profile,
-        "base_model": base.name,
-        "domains": trained_domains(episodes, examples, contexts),
-        "architecture": base_architecture(base),
+        "profile": job.profile,
+        "base_model": found.base.name,
+        "domains": found.domains,
+        "architecture": base_architecture(found.base),
     }
     args.out.write_text(
         json.dumps(
             {
-                "prefix": shared_prefix_length(examples),
+                "prefix": shared_prefix_length(found.examples),
                 "meta": meta,
                 "train": [asdict(e) for e in train],
                 "validation": [asdict(e) for e in validation],
             }
         )
     )
-    tokens = sum(len(e) for e in examples)
+    tokens = sum(len(e) for e in found.examples)
     print(
         f"{args.out}: {len(train)} train / {len(validation)} validation sequences, {tokens} tokens"
     )
@@ -156,7 +138,6 @@ def main() -> int:
     p.add_argument("--simulator", action="append")
     p.add_argument("--profile", default="small")
     p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--episodes", type=int, default=64, help="at most this many per folder")
     p.add_argument("--val-fraction", type=float, default=0.1)
     p.add_argument("--alpha", type=float, default=32.0)
     r = parts.add_parser("run")

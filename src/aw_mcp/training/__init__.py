@@ -85,17 +85,25 @@ def trained_domains(
     return sorted({contexts[name].domain.adapter_domain for name in trained})
 
 
-def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
-    import torch
+@dataclass
+class TrainingSet:
+    """A job's episodes rendered as the server renders them, as training sequences."""
 
-    from aw_mcp.engines.base import default_inference_threads
+    base: Path  # the base GGUF the sequences are tokenized for
+    episodes: list[RecordedEpisode]
+    contexts: dict[str, DomainContext]
+    examples: list[TrainingExample]
+
+    @property
+    def domains(self) -> list[str]:
+        """The adapter domains an adapter trained on these sequences serves."""
+        return trained_domains(self.episodes, self.examples, self.contexts)
+
+
+def build_training_set(job: TrainJob) -> TrainingSet:
+    """Load the job's record dirs and render them (tokenizing needs llama-cpp-python)."""
     from aw_mcp.models import DEFAULT_MODEL, resolve_model
-    from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
-    from aw_mcp.training.lora import load_for_training
-    from aw_mcp.training.trainer import Trainer
 
-    torch.manual_seed(settings.seed)
-    torch.set_num_threads(job.threads or default_inference_threads())
     base = resolve_model(job.base_model or DEFAULT_MODEL)
     by_dir = {d: load_record_dir(d) for d in job.record_dirs}
     episodes = [e for found in by_dir.values() for e in found]
@@ -115,6 +123,21 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     examples = build_examples(episodes, contexts, profile, fmt, job.max_tokens, worlds)
     if not examples:
         raise ValueError("no episode could be turned into a training sequence")
+    return TrainingSet(base, episodes, contexts, examples)
+
+
+def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
+    import torch
+
+    from aw_mcp.engines.base import default_inference_threads
+    from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
+    from aw_mcp.training.lora import load_for_training
+    from aw_mcp.training.trainer import Trainer
+
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(job.threads or default_inference_threads())
+    training_set = build_training_set(job)
+    base, examples = training_set.base, training_set.examples
     train, validation = split_validation(examples, job.val_fraction, settings.seed)
     prefix = shared_prefix_length(examples)
     log.info(
@@ -129,7 +152,7 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         alpha=settings.alpha,
         profile=job.profile,
         base_model=base.name,
-        domains=trained_domains(episodes, examples, contexts),
+        domains=training_set.domains,
         n_layers=loaded.n_layers,
         n_head=loaded.n_head,
         n_kv_head=loaded.n_kv_head,
