@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from aw_mcp.training.examples import TrainingExample
 from aw_mcp.training.gguf_adapter import AdapterMetadata
-from aw_mcp.training.trainer import Trainer, TrainSettings
+from aw_mcp.training.trainer import Trainer, TrainSettings, batches_by_length
 
 
 def prepare(args: argparse.Namespace) -> int:
@@ -83,13 +84,14 @@ def run(args: argparse.Namespace) -> int:
     data = json.loads(args.sequences.read_text())
     train = [TrainingExample(**e) for e in data["train"]]
     validation = [TrainingExample(**e) for e in data["validation"]]
+    per_epoch = len(batches_by_length(train, data["prefix"], args.batch_tokens, seed=0))
     settings = TrainSettings(
         rank=args.rank,
         alpha=data["meta"]["alpha"],
         lr=args.lr,
         warmup_steps=2,
         batch_tokens=args.batch_tokens,
-        epochs=1000,  # --steps decides
+        epochs=math.ceil(args.steps / per_epoch),  # as many passes as --steps takes
         max_steps=args.steps,
         eval_every=10**6,
         checkpoint_every=10**6,
