@@ -23,10 +23,12 @@ from aw_mcp.trajectories.sandbox import (
     observation_text,
 )
 from aw_mcp.trajectories.terminal_scripts import (
+    ABSENT_PROGRAMS,
     AFTER_FAULT,
     EXPLORE,
     HELDOUT_FAMILIES,
     MAX_COMMANDS,
+    MIN_COMMANDS,
     TEMPLATES,
     episode_script,
     template_of,
@@ -95,6 +97,41 @@ def test_missing_paths_episodes_record_each_tools_own_exit_status(tmp_path: Path
     failing = {tool: c for tool, c in codes.items() if c - {0}}
     # not one status for every missing path: several tools, several statuses
     assert len(failing) >= 4 and len(set().union(*failing.values()) - {0}) >= 2, failing
+
+
+def test_missing_programs_are_drawn_by_name_only_each_split_from_its_own_names():
+    train = {c.split()[0] for c in ABSENT_PROGRAMS["train"]}
+    held = {c.split()[0] for c in ABSENT_PROGRAMS["heldout"]}
+    assert train.isdisjoint(held)
+    # Not in the round-robin: the committed folders' commands regenerate as they were.
+    assert {"missing_programs", "missing_programs_heldout"}.isdisjoint(t.name for t in TEMPLATES)
+    for split, name, names in (
+        ("train", "missing_programs", train),
+        ("heldout", "missing_programs_heldout", held),
+    ):
+        for n in range(8):
+            template, commands = episode_script(split, 4, n, varied=True, only=[name])  # type: ignore[arg-type]
+            assert template.split == split and MIN_COMMANDS <= len(commands) <= MAX_COMMANDS
+            reached = {w for c in commands for w in re.findall(r"[\w.-]+", c)} & (train | held)
+            assert reached and reached <= names, (split, commands)
+    with pytest.raises(ValueError, match="no train template missing_programs_heldout"):
+        episode_script("train", 4, 0, varied=True, only=["missing_programs_heldout"])
+
+
+@needs_sandbox
+def test_missing_programs_episodes_record_command_not_found(tmp_path: Path):
+    generate_terminal(tmp_path, seed=3, episodes=2, worlds="varied", templates=["missing_programs"])
+    absent = {c.split()[0] for c in ABSENT_PROGRAMS["train"]}
+    seen = 0
+    for episode in load_record_dir(tmp_path):
+        for record in episode.records:
+            program = record.arguments["command"].split()[0]
+            if program in absent:  # run alone, in a pipe, with || or ; echo $?
+                seen += 1
+                assert f"bash: {program}: command not found" in record.observation, record
+                if record.arguments["command"] == program or " " not in record.arguments["command"]:
+                    assert record.observation.endswith("[exit code: 127]")
+    assert seen >= 6
 
 
 def test_observation_ends_with_the_exit_code_line():

@@ -14,6 +14,10 @@ The held-out split is fixed here, by rule, never by sampling:
   training template uses those commands at all;
 - the HELD-OUT TEMPLATES (``git_merge``, ``heredoc_report``) are held out although their
   commands' families also occur in training: they test new combinations of known commands.
+
+Templates added after episodes were committed (``NAMED_ONLY_TEMPLATES``) are drawn only by
+name (``generate terminal --templates``), so the round-robin of ``TEMPLATES`` and with it
+every committed folder's commands regenerate as they were.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from typing import Literal
 Split = Literal["train", "heldout"]
 
 HELDOUT_FAMILIES: frozenset[str] = frozenset({"tr", "cut", "find"})
-HELDOUT_TEMPLATES: frozenset[str] = frozenset({"git_merge", "heredoc_report"})
+HELDOUT_TEMPLATES: frozenset[str] = frozenset(
+    {"git_merge", "heredoc_report", "missing_programs_heldout"}
+)
 MIN_COMMANDS, MAX_COMMANDS = 5, 12
 
 WORDS = [
@@ -1128,6 +1134,96 @@ def explore_world(rng: random.Random) -> list[str]:
     return first + rest
 
 
+# Programs a developer or an agent reaches for that a plain Debian machine lacks (or a typo's
+# name): bash answers ``bash: NAME: command not found``, status 127, whatever the arguments.
+# The held-out pool has its own names, so the held-out episodes test the rule, not a name.
+ABSENT_PROGRAMS: dict[Split, list[str]] = {
+    "train": [
+        "python main.py",
+        "python --version",
+        "sudo apt-get install -y htop",
+        "sudo ls /root",
+        "htop",
+        "cargo build",
+        "rustc --version",
+        "go version",
+        "ruby -v",
+        "php -v",
+        "yarn install",
+        "brew install jq",
+        "ifconfig",
+        "ping -c 1 localhost",
+        "nano notes.txt",
+        "emacs main.py",
+        "gh pr list",
+        "poetry install",
+        "conda env list",
+        "black .",
+        "flake8 main.py",
+        "gradle build",
+        "clang --version",
+        "gerp -n TODO main.py",
+        "cta README.md",
+        "ecoh hello",
+        "mkdri build",
+        "sl -la",
+        "gti log",
+        "pyhton3 main.py",
+    ],
+    "heldout": [
+        "tree -L 2",
+        "rsync -av . /tmp/copy",
+        "mysql -u root",
+        "nslookup example.com",
+        "svn status",
+        "ffmpeg -version",
+        "screen -ls",
+        "redis-cli info",
+        "grpe main main.py",
+        "whomai",
+    ],
+}
+
+
+def _missing_programs(rng: random.Random, split: Split) -> list[str]:
+    """A session that reaches for programs the machine lacks, alone, with ``|``, ``||``, ``;``
+    and ``$?`` (a pipeline's status is its last command's), between commands that work."""
+    absent = rng.sample(ABSENT_PROGRAMS[split], 5)
+    name = absent[4].split()[0]
+    f = fname(rng, "txt")
+    tries = [
+        absent[0],
+        absent[1],
+        f"{absent[2]} | head -n 3",
+        f"{absent[3]} || echo {q('not installed')}",
+        rng.choice(
+            [f"{name}; echo $?", f"command -v {name} || echo missing", f"which {name}"]
+            + [f"type {name}", f"{name} 2>/dev/null; echo status $?"]
+        ),
+    ]
+    works = [
+        f"echo {q(rng.choice(WORDS))} > {f}",
+        f"cat {f}",
+        "ls",
+        "pwd",
+        "python3 --version",
+        "command -v python3",
+    ]
+    rng.shuffle(tries)
+    cmds = [works[0]] + tries
+    for command in rng.sample(works[1:], rng.randint(1, 3)):
+        cmds.insert(rng.randint(1, len(cmds)), command)
+    return cmds[:MAX_COMMANDS]
+
+
+def missing_programs(rng: random.Random) -> list[str]:
+    return _missing_programs(rng, "train")
+
+
+def missing_programs_heldout(rng: random.Random) -> list[str]:
+    return _missing_programs(rng, "heldout")
+
+
 @dataclass(frozen=True)
 class Template:
     name: str
@@ -1236,6 +1332,13 @@ AFTER_FAULT: dict[Split, list[str]] = {
 }
 
 
+# Drawn only by name (``--templates``; see the module docstring).
+NAMED_ONLY_TEMPLATES: list[Template] = [
+    _t(missing_programs, "missing-programs"),
+    _t(missing_programs_heldout, "missing-programs"),
+]
+
+
 def templates_for(split: Split) -> list[Template]:
     return [t for t in TEMPLATES if t.split == split]
 
@@ -1257,7 +1360,8 @@ def named_templates(split: Split, varied: bool, names: Sequence[str]) -> list[Te
     """The split's templates called ``names``, in that order (``explore_world`` is one of
     them for varied training worlds); an unknown or other-split name is a ValueError that
     lists the names there are."""
-    pool = templates_for(split) + ([EXPLORE] if varied and split == "train" else [])
+    pool = templates_for(split) + [t for t in NAMED_ONLY_TEMPLATES if t.split == split]
+    pool += [EXPLORE] if varied and split == "train" else []
     by_name = {t.name: t for t in pool}
     unknown = [n for n in names if n not in by_name]
     if unknown:
