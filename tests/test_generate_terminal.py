@@ -110,7 +110,7 @@ def test_missing_programs_are_drawn_by_name_only_each_split_from_its_own_names()
         ("heldout", "missing_programs_heldout", held),
     ):
         for n in range(8):
-            template, commands = episode_script(split, 4, n, varied=True, only=[name])  # type: ignore[arg-type]
+            template, commands = episode_script(split, 4, n, varied=True, only=[name])
             assert template.split == split and MIN_COMMANDS <= len(commands) <= MAX_COMMANDS
             reached = {w for c in commands for w in re.findall(r"[\w.-]+", c)} & (train | held)
             assert reached and reached <= names, (split, commands)

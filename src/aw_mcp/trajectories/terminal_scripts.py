@@ -1197,8 +1197,13 @@ def _missing_programs(rng: random.Random, split: Split) -> list[str]:
         f"{absent[2]} | head -n 3",
         f"{absent[3]} || echo {q('not installed')}",
         rng.choice(
-            [f"{name}; echo $?", f"command -v {name} || echo missing", f"which {name}"]
-            + [f"type {name}", f"{name} 2>/dev/null; echo status $?"]
+            [
+                f"{name}; echo $?",
+                f"command -v {name} || echo missing",
+                f"which {name}",
+                f"type {name}",
+                f"{name} 2>/dev/null; echo status $?",
+            ]
         ),
     ]
     works = [
@@ -1210,7 +1215,7 @@ def _missing_programs(rng: random.Random, split: Split) -> list[str]:
         "command -v python3",
     ]
     rng.shuffle(tries)
-    cmds = [works[0]] + tries
+    cmds = [works[0], *tries]
     for command in rng.sample(works[1:], rng.randint(1, 3)):
         cmds.insert(rng.randint(1, len(cmds)), command)
     return cmds[:MAX_COMMANDS]
