@@ -304,3 +304,34 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     # refs usable: the clicked ref is still in all but lost.
     assert model["refs_usable_n"] == 4 and model["refs_usable"] == pytest.approx(3 / 4)
     assert report["domains"]["web"]["all"]["empty"]["page_state"] == 0
+
+
+def test_values_no_simulator_can_know_are_masked_beside_the_raw_scores(tmp_path, capsys):
+    """A Playwright answer that differs from the real one only in its snapshot file's time is
+    a raw miss and a masked hit; one with another title misses both; a sample without such a
+    value has no masked score (its raw ones say it all)."""
+    real = (
+        "### Page\n- Page URL: http://127.0.0.1:8432/a.html\n- Page Title: A\n### Snapshot\n"
+        "- [Snapshot](.playwright-mcp/page-2026-12-01T13-11-50-868Z.yml)"
+    )
+    other_time = real.replace("13-11-50-868Z", "09-00-00-000Z")
+    other_title = other_time.replace("Title: A", "Title: B")
+    calls = [("browser_navigate", {"url": "http://127.0.0.1:8432/a.html"}, real)]
+    rows = []
+    for name, gen in (("time", other_time), ("title", other_title)):
+        rows += episode_samples("web", name, calls, [gen])
+    rows += episode_samples("web", "plain", [("browser_close", {}, "closed")], ["closed"])
+    report = _score_json(tmp_path, capsys, rows)
+    families = report["domains"]["web"]["families"]
+    navigate = families["browser_navigate"]["model"]
+    assert navigate["exact"] == 0 and navigate["volatile_n"] == 2
+    assert navigate["exact_masked"] == 0.5
+    assert navigate["similarity_masked"] > navigate["similarity"]
+    closed = families["browser_close"]["model"]
+    assert closed["exact"] == 1 and closed["volatile_n"] == 0
+    assert closed["exact_masked"] is None and closed["similarity_masked"] is None
+    write_jsonl(tmp_path / "p.jsonl", rows)
+    assert main(["eval", "score", "--predictions", str(tmp_path / "p.jsonl")]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith("| browser_close |"))
+    assert row.endswith("| - / - / - | - / - / - |")  # the masked columns: not applicable

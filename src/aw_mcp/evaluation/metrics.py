@@ -14,7 +14,11 @@ All are deterministic and need no model:
   tree): the prediction has a page URL line and a snapshot that parses as a YAML list with
   unique ``[ref=...]`` element refs; refs usable: every ref of the reference's snapshot that
   the episode's next action names is an element of the prediction's snapshot too (where the
-  next action names one).
+  next action names one);
+- exact and similarity with volatile values masked (where the reference has one): the same
+  two on both texts after ``mask_volatile`` (``trajectories/volatile.py``: the time in
+  Playwright's output file names, clock readings), which no simulator can know. The raw
+  scores stay the headline; these say how much of a miss is only such a value.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from aw_mcp.trajectories.volatile import mask_volatile
 
 _EXIT_CODE = re.compile(r"\[exit code: (-?\d+)\]\s*\Z")
 _WHITESPACE = re.compile(r"\s+")
@@ -125,6 +131,8 @@ class SampleMetrics:
     json_shape: bool | None = None
     page_state: bool | None = None
     refs_usable: bool | None = None
+    exact_masked: bool | None = None  # where the reference has a volatile value
+    similarity_masked: float | None = None
 
 
 def measure(prediction: str, reference: str, next_action: str | None = None) -> SampleMetrics:
@@ -137,9 +145,16 @@ def measure(prediction: str, reference: str, next_action: str | None = None) -> 
     if reference_is_json(reference):
         json_valid, value = parse_json_value(prediction)
         json_shape = json_valid and same_json_shape(value, json.loads(reference))
+    exact_masked = similarity_masked = None
+    if (masked_reference := mask_volatile(reference)) != reference:
+        masked_prediction = mask_volatile(prediction)
+        exact_masked = exact_match(masked_prediction, masked_reference)
+        similarity_masked = similarity(masked_prediction, masked_reference)
     return SampleMetrics(
         exact=exact_match(prediction, reference),
         similarity=similarity(prediction, reference),
+        exact_masked=exact_masked,
+        similarity_masked=similarity_masked,
         exit_code_agrees=exit_agrees,
         json_valid=json_valid,
         json_shape=json_shape,

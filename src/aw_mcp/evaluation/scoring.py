@@ -30,7 +30,9 @@ METRICS_NOTE = (
     "(valid) and has the reference's top-level shape (shape), where the reference is JSON; "
     "page state: a page URL and a snapshot parsing as a YAML list with unique [ref=...] refs, "
     "where the reference has a snapshot; refs usable: the refs the next action takes from the "
-    "real snapshot are in this one. "
+    "real snapshot are in this one; masked: exact and similarity with the values no simulator "
+    "can know (Playwright's output file times, clock readings) masked in both texts, where the "
+    "reference has one. "
     "Baselines: empty = answer nothing ('[exit code: 0]' where the reference has an exit-code "
     "line); previous = the previous real observation of the same episode (empty at turn 1)."
 )
@@ -53,6 +55,11 @@ RATES: dict[str, tuple[str, str]] = {
     "json_shape": ("json_shape", "json_n"),
     "page_state": ("page_state", "page_state_n"),
     "refs_usable": ("refs_usable", "refs_usable_n"),
+    "exact_masked": ("exact_masked", "volatile_n"),
+}
+# Means over the samples a metric applies to: summary key -> (attribute, count key).
+MEANS: dict[str, tuple[str, str]] = {
+    "similarity_masked": ("similarity_masked", "volatile_n"),
 }
 
 
@@ -72,6 +79,7 @@ class Tally:
     exact: int = 0
     similarity: float = 0.0
     rates: dict[str, Rate] = field(default_factory=lambda: {key: Rate() for key in RATES})
+    sums: dict[str, float] = field(default_factory=lambda: {key: 0.0 for key in MEANS})
     judged: list[Verdict] = field(default_factory=list)
     judge_failed: int = 0
 
@@ -83,6 +91,9 @@ class Tally:
             if (value := getattr(m, attribute)) is not None:
                 self.rates[key].n += 1
                 self.rates[key].hits += value
+        for key, (attribute, _) in MEANS.items():
+            if (mean_value := getattr(m, attribute)) is not None:
+                self.sums[key] += mean_value
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -92,6 +103,8 @@ class Tally:
         for key, (_, n_key) in RATES.items():
             out[key] = _ratio(self.rates[key].hits, self.rates[key].n)
             out[n_key] = self.rates[key].n
+        for key, (_, n_key) in MEANS.items():
+            out[key] = _ratio(self.sums[key], out[n_key])
         if self.judged or self.judge_failed:
             out["judge"] = {
                 "n": len(self.judged),
@@ -224,6 +237,8 @@ _COLUMNS: list[tuple[str, str, str]] = [  # (header, summary key, format)
     ("JSON shape %", "json_shape", "pct"),
     ("page state %", "page_state", "pct"),
     ("refs usable %", "refs_usable", "pct"),
+    ("exact, volatile masked %", "exact_masked", "pct"),
+    ("similarity, volatile masked", "similarity_masked", "ratio"),
 ]
 
 
