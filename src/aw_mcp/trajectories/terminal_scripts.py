@@ -13,7 +13,9 @@ The held-out split is fixed here, by rule, never by sampling:
 - every template that uses a HELD-OUT FAMILY (``tr``, ``cut``, ``find``) is held out, and no
   training template uses those commands at all;
 - the HELD-OUT TEMPLATES (``git_merge``, ``heredoc_report``) are held out although their
-  commands' families also occur in training: they test new combinations of known commands.
+  commands' families also occur in training: they test new combinations of known commands;
+  ``missing_programs_heldout`` is ``missing_programs`` with programs of its own
+  (``ABSENT_PROGRAMS``): it tests the rule (``command not found``), not the names.
 
 Templates added after episodes were committed (``NAMED_ONLY_TEMPLATES``) are drawn only by
 name (``generate terminal --templates``), so the round-robin of ``TEMPLATES`` and with it
