@@ -48,7 +48,8 @@ def system_outputs(sample: BenchSample) -> dict[str, str]:
 
 
 # Metrics that apply to some samples only: summary key -> (SampleMetrics attribute, key of the
-# count of samples it applies to). JSON shape applies wherever JSON validity does.
+# count of samples it applies to); the summary is their mean there (a yes/no metric's share).
+# JSON shape applies wherever JSON validity does.
 RATES: dict[str, tuple[str, str]] = {
     "exit_code": ("exit_code_agrees", "exit_code_n"),
     "json_valid": ("json_valid", "json_n"),
@@ -56,19 +57,17 @@ RATES: dict[str, tuple[str, str]] = {
     "page_state": ("page_state", "page_state_n"),
     "refs_usable": ("refs_usable", "refs_usable_n"),
     "exact_masked": ("exact_masked", "volatile_n"),
-}
-# Means over the samples a metric applies to: summary key -> (attribute, count key).
-MEANS: dict[str, tuple[str, str]] = {
     "similarity_masked": ("similarity_masked", "volatile_n"),
 }
 
 
 @dataclass
 class Rate:
-    """How many samples a metric applied to, and on how many it held."""
+    """How many samples a metric applied to, and its sum over them (for a yes/no metric: on
+    how many it held)."""
 
     n: int = 0
-    hits: int = 0
+    total: float = 0.0
 
 
 @dataclass
@@ -79,7 +78,6 @@ class Tally:
     exact: int = 0
     similarity: float = 0.0
     rates: dict[str, Rate] = field(default_factory=lambda: {key: Rate() for key in RATES})
-    sums: dict[str, float] = field(default_factory=lambda: {key: 0.0 for key in MEANS})
     judged: list[Verdict] = field(default_factory=list)
     judge_failed: int = 0
 
@@ -90,10 +88,7 @@ class Tally:
         for key, (attribute, _) in RATES.items():
             if (value := getattr(m, attribute)) is not None:
                 self.rates[key].n += 1
-                self.rates[key].hits += value
-        for key, (attribute, _) in MEANS.items():
-            if (mean_value := getattr(m, attribute)) is not None:
-                self.sums[key] += mean_value
+                self.rates[key].total += value
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -101,10 +96,8 @@ class Tally:
             "similarity": _ratio(self.similarity, self.n),
         }
         for key, (_, n_key) in RATES.items():
-            out[key] = _ratio(self.rates[key].hits, self.rates[key].n)
+            out[key] = _ratio(self.rates[key].total, self.rates[key].n)
             out[n_key] = self.rates[key].n
-        for key, (_, n_key) in MEANS.items():
-            out[key] = _ratio(self.sums[key], out[n_key])
         if self.judged or self.judge_failed:
             out["judge"] = {
                 "n": len(self.judged),
