@@ -16,39 +16,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from aw_mcp.domain.loader import load_domain, load_world
-from aw_mcp.trajectories.sandbox import (
-    BashSandbox,
-    observation_text,
-)
-from aw_mcp.trajectories.worlds import from_world
+from aw_mcp.evaluation.everyday import EVERYDAY_COMMANDS, real_observations, same_answer
 from tests.helpers import default_server, needs_sandbox, text_of
 
 pytestmark = pytest.mark.anyio
 
-# Everyday commands of a first session (not a training script: its own list and order).
-EVERYDAY = [
-    "pwd",
-    "whoami",
-    "hostname",
-    "ls",
-    "cat requirements.txt",
-    "git status",
-    "git branch",
-    "python3 --version",
-    "git --version",
-    "mkdir demo && cd demo && touch a.txt && ls",
-    "pwd",
-    "cd ..",
-    "echo hello world",
-    "echo $((6 * 7))",
-    "cat missing.txt",
-    "ls tests",
-    "head -n 1 README.md",
-    "echo $HOME",
-    "rm requirements.txt && ls",
-    "cat requirements.txt",
-]
-
+EVERYDAY = list(EVERYDAY_COMMANDS)  # `aw-mcp eval everyday`'s session: count any adapter's
 
 # Share of EVERYDAY the default must answer exactly as the real machine does.
 MEASURED_FLOOR = 0.85
@@ -59,8 +32,7 @@ def real_answers(commands: list[str], world_file: Path | None = None) -> list[st
     world = load_domain("terminal").world
     if world_file is not None:
         world = world.merged(load_world(world_file))
-    with BashSandbox(world=from_world(world)) as shell:
-        return [observation_text(*shell.run(c)) for c in commands]
+    return real_observations(world, commands)
 
 
 async def served_answers(params: StdioServerParameters, commands: list[str]) -> list[str]:
@@ -68,19 +40,15 @@ async def served_answers(params: StdioServerParameters, commands: list[str]) -> 
         return [text_of(await client.call_tool("run_command", {"command": c})) for c in commands]
 
 
-def _same(served: str, real: str) -> bool:
-    return served.strip() == real.strip()
-
-
 @needs_sandbox
 async def test_plain_serve_answers_everyday_commands_as_its_bundled_world_implies():
     real = real_answers(EVERYDAY)
     served = await served_answers(default_server(), EVERYDAY)
-    right = [c for c, s, r in zip(EVERYDAY, served, real, strict=True) if _same(s, r)]
+    right = [c for c, s, r in zip(EVERYDAY, served, real, strict=True) if same_answer(s, r)]
     wrong = [
         f"$ {c}\n  served: {s!r}\n  real:   {r!r}"
         for c, s, r in zip(EVERYDAY, served, real, strict=True)
-        if not _same(s, r)
+        if not same_answer(s, r)
     ]
     # Measured: 18 of 20 with the bundled adapter s6 (s5: 18, q5: 17, q4: 14, q3: 13, q1: 14;
     # the default before, SmolLM2 + r18: 3), the goal of issue 18. The floor is one answer

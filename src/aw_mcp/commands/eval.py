@@ -2,9 +2,11 @@
 
 - ``eval infer``: teacher-forced predictions for AgentWorldBench-format data;
 - ``eval closed-loop``: recorded episodes replayed through the MCP server;
+- ``eval everyday``: a first session of everyday commands served beside real bash on the
+  machine the served world describes (needs a sandbox: root and unshare);
 - ``eval score``: metrics per domain and command family, beside two baselines, optionally
   with an LLM judge.
-Both prediction modes write ``OUT/predictions.jsonl``, resume from it, and ``score`` reads it.
+The prediction modes write ``OUT/predictions.jsonl``, resume from it, and ``score`` reads it.
 """
 
 from __future__ import annotations
@@ -38,18 +40,23 @@ def _missing_files_are_errors(
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "eval",
-        help="measure a world model: infer, closed-loop, score",
+        help="measure a world model: infer, closed-loop, everyday, score",
         description="Measure a world model against real observations.",
     )
     actions = p.add_subparsers(dest="eval_command", required=True)
     _add_score_parser(actions)
     _add_infer_parser(actions)
     _add_closed_loop_parser(actions)
+    _add_everyday_parser(actions)
 
 
-def _run_options(p: argparse.ArgumentParser, jobs: int, unit: str) -> None:
+def _run_options(p: argparse.ArgumentParser, jobs: int | None, unit: str) -> None:
+    """``jobs``: the default of --jobs; None where the work is one episode (no --jobs)."""
     p.add_argument("--output-dir", type=Path, required=True, metavar="OUT")
-    p.add_argument("--jobs", type=int, default=jobs, help=f"{unit} run at once (default {jobs})")
+    if jobs is not None:
+        p.add_argument(
+            "--jobs", type=int, default=jobs, help=f"{unit} run at once (default {jobs})"
+        )
     p.add_argument("--limit", type=int, default=None, metavar="N", help=f"only the first N {unit}")
     p.add_argument("--quiet", action="store_true", default=False, help="no progress bar")
     p.add_argument(
@@ -267,6 +274,81 @@ def _closed_loop(args: argparse.Namespace) -> int:
 
     predictions = anyio.run(main)
     return _summarize(predictions)
+
+
+# -- everyday ---------------------------------------------------------------------------
+
+
+def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
+    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, WHAT, ServeSettings
+    from aw_mcp.settings_cli import add_settings_flags
+
+    p = actions.add_parser(
+        "everyday",
+        help="a first session of everyday commands, served beside real bash in a sandbox",
+        description="Run a session of everyday commands (pwd, whoami, ls, git status, ...) in "
+        "a real bash sandbox built from the served Terminal world's facts (with --world "
+        "layered on), serve the same commands as one fresh episode, and print each wrong "
+        "answer and how many are right. Writes OUT/predictions.jsonl (for eval score) and "
+        "the real episode under OUT/real/. Needs root and unshare for the sandbox.",
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument(
+        "--commands",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="one command per line ('#' starts a comment); default: the built-in session",
+    )
+    _run_options(p, jobs=None, unit="commands")
+    add_settings_flags(p, ServeSettings, only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI))
+    p.set_defaults(handler=_everyday)
+
+
+@_missing_files_are_errors
+def _everyday(args: argparse.Namespace) -> int:
+    from aw_mcp.cli import configure_logging
+    from aw_mcp.config import ServeSettings
+    from aw_mcp.evaluation.everyday import (
+        EVERYDAY_COMMANDS,
+        read_commands,
+        render,
+        run_session,
+    )
+    from aw_mcp.runtime import build_simulator
+    from aw_mcp.settings_cli import settings_from_namespace
+    from aw_mcp.trajectories.sandbox import SandboxUnavailable
+
+    configure_logging(args.log_level)
+    try:
+        commands = read_commands(args.commands) if args.commands else list(EVERYDAY_COMMANDS)
+    except ValueError as exc:
+        print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
+        return 2
+    if args.limit is not None:
+        commands = commands[: args.limit]
+    settings = settings_from_namespace(ServeSettings, args)
+    if "simulator" not in settings.model_fields_set and not settings.tools_from:
+        settings = settings.model_copy(update={"simulator": ["terminal"]})
+    simulator = build_simulator(settings)
+
+    async def main():
+        try:
+            return await run_session(simulator, commands, args.output_dir, quiet=args.quiet)
+        finally:
+            await simulator.engine.aclose()
+
+    try:
+        answers = anyio.run(main)
+    except (SandboxUnavailable, ValueError) as exc:
+        print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
+        return 2
+    print(render(answers))
+    print(
+        f"score them: aw-mcp eval score --predictions {args.output_dir / 'predictions.jsonl'}",
+        file=sys.stderr,
+    )
+    return 1 if any(a.error for a in answers) else 0
 
 
 def _summarize(predictions) -> int:

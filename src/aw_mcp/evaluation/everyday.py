@@ -1,0 +1,189 @@
+"""A first session of everyday commands: what the served Terminal world answers, beside what
+real bash prints on the machine that world describes.
+
+The truth is not written anywhere: the commands run in a real bash sandbox built from the
+served world's facts (the bundled world's, with a ``--world`` file layered on), which makes a
+recorded episode; that episode is replayed closed loop through the server like any held-out
+one, so its rows land in ``predictions.jsonl`` for ``aw-mcp eval score`` as well. An answer is
+right when it is the real one, whitespace at its ends aside (output and exit code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aw_mcp.domain.models import WorldSpec
+from aw_mcp.episode.episode import CallRecord
+from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
+from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
+from aw_mcp.simulator import WorldSimulator
+from aw_mcp.trajectories.records import RecordedEpisode
+from aw_mcp.trajectories.sandbox import BashSandbox, observation_text
+from aw_mcp.trajectories.worlds import from_world
+
+TOOL = "run_command"
+
+# Everyday commands of a first session (not a training script: its own list and order). The
+# world-model issue's goal is 90% of them answered as the real machine does.
+EVERYDAY_COMMANDS: tuple[str, ...] = (
+    "pwd",
+    "whoami",
+    "hostname",
+    "ls",
+    "cat requirements.txt",
+    "git status",
+    "git branch",
+    "python3 --version",
+    "git --version",
+    "mkdir demo && cd demo && touch a.txt && ls",
+    "pwd",
+    "cd ..",
+    "echo hello world",
+    "echo $((6 * 7))",
+    "cat missing.txt",
+    "ls tests",
+    "head -n 1 README.md",
+    "echo $HOME",
+    "rm requirements.txt && ls",
+    "cat requirements.txt",
+)
+
+
+def read_commands(path: Path) -> list[str]:
+    """One command per line; blank lines and lines starting with ``#`` are skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"cannot read the commands file {path}: {reason}") from None
+    commands = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not commands:
+        raise ValueError(f"{path} holds no command (one per line; '#' starts a comment)")
+    return commands
+
+
+def same_answer(served: str, real: str) -> bool:
+    return served.strip() == real.strip()
+
+
+def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
+    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes.
+    Raises SandboxUnavailable where this machine cannot build the sandbox."""
+    with BashSandbox(world=from_world(world)) as shell:
+        return [observation_text(*shell.run(command)) for command in commands]
+
+
+def session_id(world: WorldSpec, commands: Sequence[str]) -> str:
+    """Names the session by what decides its answers, so a changed list or world is a new
+    session and never resumes an old one's predictions."""
+    digest = hashlib.sha256(
+        json.dumps([world.model_dump(mode="json"), list(commands)]).encode()
+    ).hexdigest()
+    return f"everyday-{digest[:12]}"
+
+
+def real_session(world: WorldSpec, commands: Sequence[str], domain: str) -> RecordedEpisode:
+    """The commands as a recorded real episode of ``domain``'s ``run_command``."""
+    episode = session_id(world, commands)
+    started = time.time()
+    records = [
+        CallRecord(
+            index=index,
+            episode=episode,
+            domain=domain,
+            tool=TOOL,
+            arguments={"command": command},
+            observation=observation,
+            is_error=False,
+            source="real",
+            started_at=started,
+            seconds=0.0,
+        )
+        for index, (command, observation) in enumerate(
+            zip(commands, real_observations(world, commands), strict=True), start=1
+        )
+    ]
+    return RecordedEpisode(episode, domain, records)
+
+
+@dataclass(frozen=True)
+class Answer:
+    command: str
+    served: str
+    real: str
+    error: str | None = None  # the call failed (the engine's error): run again to retry it
+
+    @property
+    def right(self) -> bool:
+        return same_answer(self.served, self.real)
+
+
+class OtherSessionError(ValueError):
+    """The output folder holds predictions of another session (list or world)."""
+
+
+async def run_session(
+    simulator: WorldSimulator,
+    commands: Sequence[str],
+    output_dir: Path,
+    quiet: bool = True,
+) -> list[Answer]:
+    """Serve ``commands`` as one fresh episode and compare each answer with real bash.
+
+    Writes ``output_dir/predictions.jsonl`` (resumes a session cut short) and the real episode
+    as ``output_dir/real/<session>.jsonl``."""
+    served = simulator.catalogue.get(TOOL)
+    if served is None:
+        raise ValueError(
+            f"the served domains have no {TOOL!r} tool: serve the terminal world "
+            "(--simulator terminal)"
+        )
+    episode = real_session(served.world, commands, served.domain.name)
+    keys = sample_keys(episode)
+    existing = PredictionsFile(output_dir / PREDICTIONS_FILE)
+    if other := sorted(set(existing.rows) - set(keys)):
+        raise OtherSessionError(
+            f"{existing.path} holds predictions of another session ({other[0]}, ...): "
+            "choose a new --output-dir"
+        )
+    real_dir = output_dir / "real"
+    real_dir.mkdir(parents=True, exist_ok=True)
+    (real_dir / f"{episode.episode}.jsonl").write_text(
+        "".join(r.model_dump_json() + "\n" for r in episode.records), encoding="utf-8"
+    )
+    loop = ClosedLoop(simulator, ClosedLoopOptions(quiet=quiet))
+    predictions = await loop.run([episode], output_dir)
+    rows = [predictions.rows[k] for k in keys]
+    return [
+        Answer(
+            str(record.arguments["command"]),
+            str(row.extra["gen"]),
+            record.observation,
+            row.extra.get("error"),
+        )
+        for record, row in zip(episode.records, rows, strict=True)
+    ]
+
+
+def render(answers: Sequence[Answer]) -> str:
+    """Each wrong answer beside the real one, then the count."""
+    lines = []
+    for answer in answers:
+        if not answer.right:
+            served = f"failed: {answer.error}" if answer.error else repr(answer.served.strip())
+            lines += [
+                f"$ {answer.command}",
+                f"  served: {served}",
+                f"  real:   {answer.real.strip()!r}",
+            ]
+    right = sum(a.right for a in answers)
+    share = f"{right / len(answers):.0%}"
+    lines.append(f"{right} of {len(answers)} answered as real bash does ({share})")
+    if failed := sum(bool(a.error) for a in answers):
+        lines.append(f"{failed} failed: run again to retry them")
+    return "\n".join(lines)

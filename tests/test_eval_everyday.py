@@ -1,0 +1,110 @@
+"""`aw-mcp eval everyday`: a first session of everyday commands served beside real bash on the
+machine the served world describes. Plumbing with the FakeEngine stand-in (it answers the
+bundled world's user to every command, so exactly the commands whose real answer that is are
+right); one small run of the real embedded model through the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aw_mcp.cli import main
+from aw_mcp.evaluation.everyday import (
+    EVERYDAY_COMMANDS,
+    OtherSessionError,
+    read_commands,
+    render,
+    run_session,
+)
+from aw_mcp.trajectories.records import load_record_dir
+from tests.fake_engine import FakeEngine
+from tests.helpers import make_simulator, needs_sandbox
+
+pytestmark = pytest.mark.anyio
+
+
+def _rows(out):
+    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+
+
+@needs_sandbox
+async def test_each_served_answer_is_compared_with_real_bash_in_the_served_world(tmp_path):
+    engine = FakeEngine("dev\n[exit code: 0]")  # the bundled Terminal world's user is dev
+    simulator = make_simulator(engine, "terminal")
+    out = tmp_path / "out"
+    answers = await run_session(simulator, ["whoami", "pwd", "cat missing.txt"], out)
+    assert [a.real for a in answers] == [
+        "dev\n[exit code: 0]",
+        "/home/dev/project\n[exit code: 0]",
+        "cat: missing.txt: No such file or directory\n[exit code: 1]",
+    ]
+    assert [a.right for a in answers] == [True, False, False]
+    report = render(answers)
+    assert "$ pwd\n  served: 'dev\\n[exit code: 0]'\n  real:   '/home/dev/project" in report
+    assert "$ whoami" not in report  # only the wrong answers are shown
+    assert report.endswith("1 of 3 answered as real bash does (33%)")
+    # The session is one served episode; its rows are scored like any closed-loop run.
+    rows = _rows(out)
+    assert [r["reference"] for r in rows] == [a.real for a in answers]
+    assert {r["mode"] for r in rows} == {"closed-loop"} and len(engine.requests) == 3
+    (real,) = load_record_dir(out / "real")
+    assert [r.arguments["command"] for r in real.records] == ["whoami", "pwd", "cat missing.txt"]
+    # Run again: resumed, nothing served twice. Another list in the same folder is refused.
+    assert [
+        a.right for a in await run_session(simulator, ["whoami", "pwd", "cat missing.txt"], out)
+    ] == [
+        True,
+        False,
+        False,
+    ]
+    assert len(engine.requests) == 3
+    with pytest.raises(OtherSessionError, match="choose a new --output-dir"):
+        await run_session(simulator, ["whoami"], out)
+    assert len(_rows(out)) == 3  # nothing lost
+
+
+async def test_a_server_without_run_command_is_refused_before_any_call(tmp_path):
+    engine = FakeEngine("x")
+    with pytest.raises(ValueError, match="no 'run_command' tool: serve the terminal world"):
+        await run_session(make_simulator(engine, "os"), ["pwd"], tmp_path / "out")
+    assert engine.requests == [] and not (tmp_path / "out").exists()
+
+
+def test_a_commands_file_skips_comments_and_blank_lines(tmp_path):
+    listed = tmp_path / "commands.txt"
+    listed.write_text("# a first session\npwd\n\n  # indented comment\necho '# not one'\n")
+    assert read_commands(listed) == ["pwd", "echo '# not one'"]
+    assert len(EVERYDAY_COMMANDS) == 20
+
+
+@pytest.mark.parametrize("content", [None, "", "# only a comment\n\n"])
+def test_a_missing_or_empty_commands_file_is_a_clear_error(tmp_path, capsys, content):
+    listed = tmp_path / "commands.txt"
+    if content is not None:
+        listed.write_text(content)
+    args = ["eval", "everyday", "--commands", str(listed), "--output-dir", str(tmp_path / "o")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aw-mcp eval everyday: ") and str(listed) in err
+    assert not (tmp_path / "o").exists()
+
+
+@needs_sandbox
+def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
+    """The plumbing model (conftest's) in a --world that moves the user: the real answers
+    come from a sandbox of that world, the served ones from the model."""
+    listed = tmp_path / "commands.txt"
+    listed.write_text("whoami\npwd\n")
+    world = tmp_path / "world.yaml"
+    world.write_text("facts:\n  user: ops\n  home: /home/ops\n  working_directory: /srv/app\n")
+    out = tmp_path / "out"
+    args = ["eval", "everyday", "--commands", str(listed), "--output-dir", str(out)]
+    args += ["--world", str(world), "--threads", "1", "--n-ctx", "2048", "--quiet"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert " of 2 answered as real bash does (" in printed
+    rows = _rows(out)
+    assert [r["reference"] for r in rows] == ["ops\n[exit code: 0]", "/srv/app\n[exit code: 0]"]
+    assert all(r["gen"].strip() and r["source"] == "model" for r in rows)
+    assert "user: ops" in rows[0]["system_str"]  # the --world fact reached the prompt too
