@@ -13,7 +13,9 @@ more calls of the same episode, each timed by the client. Ratios side by side, o
 Measured 2026-12-01 on the 2-core CPU machine (default model, adapter q3, one thread,
 --settle 45, an evaluation running on the other core): first call / median of 3 later calls
 terminal 1.33 s / 1.31 s (1.01x), os 0.84 s / 5.07 s (0.16x), swe 1.57 s / 9.66 s (0.16x): the
-first call is no slower than the ones after it (those answer with more text).
+first call is no slower than the ones after it (those answer with more text). Again
+2026-12-04 on the default of that day (s6; e1 for swe; --settle 45, an evaluation on the other
+core): terminal 1.15 s / 1.04 s (1.10x), os 0.74 s / 2.84 s (0.26x), swe 1.41 s / 2.58 s (0.55x).
 """
 
 from __future__ import annotations
