@@ -9,7 +9,10 @@ import json
 
 import pytest
 
+from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
+from aw_mcp.domain import load_domain
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
     EVERYDAY_COMMANDS,
     OtherSessionError,
@@ -17,6 +20,7 @@ from aw_mcp.evaluation.everyday import (
     render,
     run_session,
 )
+from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.records import load_record_dir
 from tests.fake_engine import FakeEngine
 from tests.helpers import make_simulator, needs_sandbox
@@ -62,6 +66,20 @@ async def test_each_served_answer_is_compared_with_real_bash_in_the_served_world
     with pytest.raises(OtherSessionError, match="choose a new --output-dir"):
         await run_session(simulator, ["whoami"], out)
     assert len(_rows(out)) == 3  # nothing lost
+
+
+@needs_sandbox
+async def test_beside_another_shell_the_terminal_worlds_is_the_one_compared(tmp_path):
+    """swe serves a run_command too: both are served under prefixed names, and the session
+    runs in the terminal world (its user dev; swe's machine is another)."""
+    engine = FakeEngine("dev\n[exit code: 0]")
+    domains = [load_domain("swe"), load_domain("terminal")]
+    simulator = WorldSimulator(Catalogue(domains), engine, episodes=EpisodeStore())
+    (answer,) = await run_session(simulator, ["whoami"], tmp_path / "out")
+    assert answer.right and answer.real == "dev\n[exit code: 0]"
+    (real,) = load_record_dir(tmp_path / "out" / "real")
+    assert [(r.domain, r.tool) for r in real.records] == [("terminal", "terminal_run_command")]
+    assert "hostname: devbox" in engine.requests[0].messages[0].content  # terminal's facts
 
 
 async def test_a_server_without_run_command_is_refused_before_any_call(tmp_path):

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aw_mcp.catalogue import ServedTool
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
@@ -87,8 +88,22 @@ def session_id(world: WorldSpec, commands: Sequence[str]) -> str:
     return f"everyday-{digest[:12]}"
 
 
-def real_session(world: WorldSpec, commands: Sequence[str], domain: str) -> RecordedEpisode:
-    """The commands as a recorded real episode of ``domain``'s ``run_command``."""
+def shell_tool(simulator: WorldSimulator) -> ServedTool:
+    """The served ``run_command``: the terminal world's where several domains have one."""
+    shells = [s for s in simulator.catalogue if s.spec.name == TOOL]
+    if not shells:
+        raise ValueError(
+            f"the served domains have no {TOOL!r} tool: serve the terminal world "
+            "(--simulator terminal)"
+        )
+    return next((s for s in shells if s.domain.name == "terminal"), shells[0])
+
+
+def real_session(
+    world: WorldSpec, commands: Sequence[str], domain: str, tool: str = TOOL
+) -> RecordedEpisode:
+    """The commands as a recorded real episode of ``domain``'s shell tool (``tool``: its
+    name on the wire)."""
     episode = session_id(world, commands)
     started = time.time()
     records = [
@@ -96,7 +111,7 @@ def real_session(world: WorldSpec, commands: Sequence[str], domain: str) -> Reco
             index=index,
             episode=episode,
             domain=domain,
-            tool=TOOL,
+            tool=tool,
             arguments={"command": command},
             observation=observation,
             is_error=False,
@@ -137,13 +152,8 @@ async def run_session(
 
     Writes ``output_dir/predictions.jsonl`` (resumes a session cut short) and the real episode
     as ``output_dir/real/<session>.jsonl``."""
-    served = simulator.catalogue.get(TOOL)
-    if served is None:
-        raise ValueError(
-            f"the served domains have no {TOOL!r} tool: serve the terminal world "
-            "(--simulator terminal)"
-        )
-    episode = real_session(served.world, commands, served.domain.name)
+    served = shell_tool(simulator)
+    episode = real_session(served.world, commands, served.domain.name, served.public_name)
     keys = sample_keys(episode)
     existing = PredictionsFile(output_dir / PREDICTIONS_FILE)
     if other := sorted(set(existing.rows) - set(keys)):
