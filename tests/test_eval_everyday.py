@@ -15,7 +15,7 @@ from aw_mcp.domain import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
     EVERYDAY_COMMANDS,
-    OtherSessionError,
+    OutputExistsError,
     read_commands,
     render,
     run_session,
@@ -54,17 +54,10 @@ async def test_each_served_answer_is_compared_with_real_bash_in_the_served_world
     assert {r["mode"] for r in rows} == {"closed-loop"} and len(engine.requests) == 3
     (real,) = load_record_dir(out / "real")
     assert [r.arguments["command"] for r in real.records] == ["whoami", "pwd", "cat missing.txt"]
-    # Run again: resumed, nothing served twice. Another list in the same folder is refused.
-    assert [
-        a.right for a in await run_session(simulator, ["whoami", "pwd", "cat missing.txt"], out)
-    ] == [
-        True,
-        False,
-        False,
-    ]
-    assert len(engine.requests) == 3
-    with pytest.raises(OtherSessionError, match="choose a new --output-dir"):
+    # Never resumed (another model may have served the first): the folder must be new.
+    with pytest.raises(OutputExistsError, match="choose a new --output-dir"):
         await run_session(simulator, ["whoami"], out)
+    assert len(engine.requests) == 3
     assert len(_rows(out)) == 3  # nothing lost
 
 

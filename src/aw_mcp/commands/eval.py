@@ -6,7 +6,8 @@
   machine the served world describes (needs a sandbox: root and unshare);
 - ``eval score``: metrics per domain and command family, beside two baselines, optionally
   with an LLM judge.
-The prediction modes write ``OUT/predictions.jsonl``, resume from it, and ``score`` reads it.
+The prediction modes write ``OUT/predictions.jsonl`` (infer and closed-loop resume from it;
+everyday wants a new folder) and ``score`` reads it.
 """
 
 from __future__ import annotations

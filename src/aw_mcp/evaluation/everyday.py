@@ -21,7 +21,7 @@ from aw_mcp.catalogue import ServedTool
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.episode.episode import CallRecord
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
-from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
+from aw_mcp.evaluation.predictions import PREDICTIONS_FILE
 from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.records import RecordedEpisode
 from aw_mcp.trajectories.sandbox import BashSandbox, observation_text
@@ -80,8 +80,7 @@ def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
 
 
 def session_id(world: WorldSpec, commands: Sequence[str]) -> str:
-    """Names the session by what decides its answers, so a changed list or world is a new
-    session and never resumes an old one's predictions."""
+    """Names the session by its world and commands (the real answers' inputs)."""
     digest = hashlib.sha256(
         json.dumps([world.model_dump(mode="json"), list(commands)]).encode()
     ).hexdigest()
@@ -138,8 +137,8 @@ class Answer:
         return same_answer(self.served, self.real)
 
 
-class OtherSessionError(ValueError):
-    """The output folder holds predictions of another session (list or world)."""
+class OutputExistsError(ValueError):
+    """The output folder already holds a session's predictions."""
 
 
 async def run_session(
@@ -150,17 +149,17 @@ async def run_session(
 ) -> list[Answer]:
     """Serve ``commands`` as one fresh episode and compare each answer with real bash.
 
-    Writes ``output_dir/predictions.jsonl`` (resumes a session cut short) and the real episode
-    as ``output_dir/real/<session>.jsonl``."""
+    Writes ``output_dir/predictions.jsonl`` and the real episode as
+    ``output_dir/real/<session>.jsonl``. The folder must not hold predictions yet: unlike a
+    closed-loop run, a session is never resumed, since it takes a minute or two and an earlier
+    one may have been served by another model."""
     served = shell_tool(simulator)
+    if (existing := output_dir / PREDICTIONS_FILE).exists():
+        raise OutputExistsError(
+            f"{existing} already holds a session's predictions: choose a new --output-dir"
+        )
     episode = real_session(served.world, commands, served.domain.name, served.public_name)
     keys = sample_keys(episode)
-    existing = PredictionsFile(output_dir / PREDICTIONS_FILE)
-    if other := sorted(set(existing.rows) - set(keys)):
-        raise OtherSessionError(
-            f"{existing.path} holds predictions of another session ({other[0]}, ...): "
-            "choose a new --output-dir"
-        )
     real_dir = output_dir / "real"
     real_dir.mkdir(parents=True, exist_ok=True)
     (real_dir / f"{episode.episode}.jsonl").write_text(
