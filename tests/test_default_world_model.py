@@ -51,9 +51,9 @@ async def test_plain_serve_answers_everyday_commands_as_its_bundled_world_implie
         if not same_answer(s, r)
     ]
     # Measured: 18 of 20 with the bundled adapter s7 (s6: 18, s5: 18, q5: 17, q4: 14, q3: 13,
-    # q1: 14; the default before Qwen, SmolLM2 + r18: 3), the goal of issue 18. The floor is one answer
-    # below, so a default that regresses fails while a build whose arithmetic moves one greedy
-    # choice does not.
+    # q1: 14; the default before Qwen, SmolLM2 + r18: 3), the goal of issue 18. The floor is
+    # one answer below, so a default that regresses fails while a build whose arithmetic moves
+    # one greedy choice does not.
     assert len(right) >= MEASURED_FLOOR * len(EVERYDAY), "\n".join(wrong)
 
 
