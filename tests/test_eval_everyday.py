@@ -101,6 +101,13 @@ def test_a_missing_or_empty_commands_file_is_a_clear_error(tmp_path, capsys, con
     assert not (tmp_path / "o").exists()
 
 
+def test_a_limit_below_one_is_a_clear_error(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["eval", "everyday", "--limit", "0", "--output-dir", str(out)]) == 2
+    assert capsys.readouterr().err == "aw-mcp eval everyday: --limit must be at least 1\n"
+    assert not out.exists()
+
+
 @needs_sandbox
 def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     """The plumbing model (conftest's) in a --world that moves the user: the real answers

@@ -327,6 +327,9 @@ def _everyday(args: argparse.Namespace) -> int:
         print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
         return 2
     if args.limit is not None:
+        if args.limit < 1:
+            print("aw-mcp eval everyday: --limit must be at least 1", file=sys.stderr)
+            return 2
         commands = commands[: args.limit]
     settings = settings_from_namespace(ServeSettings, args)
     if "simulator" not in settings.model_fields_set and not settings.tools_from:
