@@ -16,6 +16,8 @@ terminal 1.33 s / 1.31 s (1.01x), os 0.84 s / 5.07 s (0.16x), swe 1.57 s / 9.66 
 first call is no slower than the ones after it (those answer with more text). Again
 2026-12-04 on the default of that day (s6; e1 for swe; --settle 45, an evaluation on the other
 core): terminal 1.15 s / 1.04 s (1.10x), os 0.74 s / 2.84 s (0.26x), swe 1.41 s / 2.58 s (0.55x).
+With s7 (the default since; --settle 45, the machine otherwise idle): terminal 1.08 s / 1.00 s
+(1.08x), os 0.77 s / 2.80 s (0.27x), swe 1.43 s / 2.56 s (0.56x).
 """
 
 from __future__ import annotations
