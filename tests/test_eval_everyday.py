@@ -14,7 +14,6 @@ from aw_mcp.cli import main
 from aw_mcp.domain import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
-    EVERYDAY_COMMANDS,
     OutputExistsError,
     read_commands,
     render,
@@ -22,6 +21,7 @@ from aw_mcp.evaluation.everyday import (
 )
 from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.trajectories.sandbox import BashSandbox, SandboxUnavailable
 from tests.fake_engine import FakeEngine
 from tests.helpers import make_simulator, needs_sandbox
 
@@ -75,6 +75,31 @@ async def test_beside_another_shell_the_terminal_worlds_is_the_one_compared(tmp_
     assert "hostname: devbox" in engine.requests[0].messages[0].content  # terminal's facts
 
 
+@needs_sandbox
+async def test_a_call_the_engine_failed_is_reported_as_failed_not_as_an_answer(tmp_path):
+    engine = FakeEngine(fail_with="the model server is down")
+    answers = await run_session(make_simulator(engine, "terminal"), ["whoami"], tmp_path / "o")
+    assert [a.right for a in answers] == [False]
+    assert answers[0].error is not None and "the model server is down" in answers[0].error
+    report = render(answers)
+    assert "  served: failed: " in report and "the model server is down" in report
+    assert report.endswith("1 failed: fix the engine and run again into a new --output-dir")
+
+
+def test_no_sandbox_is_a_clear_error_from_the_command_line(tmp_path, capsys, monkeypatch):
+    def unavailable(self):
+        raise SandboxUnavailable("'unshare' (util-linux / passwd) is not installed")
+
+    monkeypatch.setattr(BashSandbox, "__enter__", unavailable)
+    out = tmp_path / "o"
+    args = ["eval", "everyday", "--output-dir", str(out), "--engine", "openai"]
+    assert main([*args, "--base-url", "http://127.0.0.1:9/v1", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        "aw-mcp eval everyday: 'unshare' (util-linux / passwd) is not installed\n"
+    )
+    assert not (out / "predictions.jsonl").exists()
+
+
 async def test_a_server_without_run_command_is_refused_before_any_call(tmp_path):
     engine = FakeEngine("x")
     with pytest.raises(ValueError, match="no 'run_command' tool: serve the terminal world"):
@@ -86,7 +111,6 @@ def test_a_commands_file_skips_comments_and_blank_lines(tmp_path):
     listed = tmp_path / "commands.txt"
     listed.write_text("# a first session\npwd\n\n  # indented comment\necho '# not one'\n")
     assert read_commands(listed) == ["pwd", "echo '# not one'"]
-    assert len(EVERYDAY_COMMANDS) == 20
 
 
 @pytest.mark.parametrize("content", [None, "", "# only a comment\n\n"])

@@ -10,8 +10,6 @@ right when it is the real one, whitespace at its ends aside (output and exit cod
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 from aw_mcp.catalogue import ServedTool
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.episode.episode import CallRecord
+from aw_mcp.episode.store import RecordSink
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE
 from aw_mcp.simulator import WorldSimulator
@@ -28,6 +27,7 @@ from aw_mcp.trajectories.sandbox import BashSandbox, observation_text
 from aw_mcp.trajectories.worlds import from_world
 
 TOOL = "run_command"
+SESSION = "everyday"  # the episode id (a session always gets a folder of its own)
 
 # Everyday commands of a first session (not a training script: its own list and order). The
 # world-model issue's goal is 90% of them answered as the real machine does.
@@ -79,14 +79,6 @@ def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
         return [observation_text(*shell.run(command)) for command in commands]
 
 
-def session_id(world: WorldSpec, commands: Sequence[str]) -> str:
-    """Names the session by its world and commands (the real answers' inputs)."""
-    digest = hashlib.sha256(
-        json.dumps([world.model_dump(mode="json"), list(commands)]).encode()
-    ).hexdigest()
-    return f"everyday-{digest[:12]}"
-
-
 def shell_tool(simulator: WorldSimulator) -> ServedTool:
     """The served ``run_command``: the terminal world's where several domains have one."""
     shells = [s for s in simulator.catalogue if s.spec.name == TOOL]
@@ -103,12 +95,11 @@ def real_session(
 ) -> RecordedEpisode:
     """The commands as a recorded real episode of ``domain``'s shell tool (``tool``: its
     name on the wire)."""
-    episode = session_id(world, commands)
     started = time.time()
     records = [
         CallRecord(
             index=index,
-            episode=episode,
+            episode=SESSION,
             domain=domain,
             tool=tool,
             arguments={"command": command},
@@ -122,7 +113,7 @@ def real_session(
             zip(commands, real_observations(world, commands), strict=True), start=1
         )
     ]
-    return RecordedEpisode(episode, domain, records)
+    return RecordedEpisode(SESSION, domain, records)
 
 
 @dataclass(frozen=True)
@@ -130,7 +121,7 @@ class Answer:
     command: str
     served: str
     real: str
-    error: str | None = None  # the call failed (the engine's error): run again to retry it
+    error: str | None = None  # the call failed: the engine's error
 
     @property
     def right(self) -> bool:
@@ -149,10 +140,10 @@ async def run_session(
 ) -> list[Answer]:
     """Serve ``commands`` as one fresh episode and compare each answer with real bash.
 
-    Writes ``output_dir/predictions.jsonl`` and the real episode as
-    ``output_dir/real/<session>.jsonl``. The folder must not hold predictions yet: unlike a
-    closed-loop run, a session is never resumed, since it takes a minute or two and an earlier
-    one may have been served by another model."""
+    Writes ``output_dir/predictions.jsonl`` and the real episode under ``output_dir/real/``
+    (a record folder, as ``serve --record-dir`` writes). The folder must not hold predictions
+    yet: unlike a closed-loop run, a session is never resumed, since it takes a minute or two
+    and an earlier one may have been served by another model."""
     served = shell_tool(simulator)
     if (existing := output_dir / PREDICTIONS_FILE).exists():
         raise OutputExistsError(
@@ -160,11 +151,10 @@ async def run_session(
         )
     episode = real_session(served.world, commands, served.domain.name, served.public_name)
     keys = sample_keys(episode)
-    real_dir = output_dir / "real"
-    real_dir.mkdir(parents=True, exist_ok=True)
-    (real_dir / f"{episode.episode}.jsonl").write_text(
-        "".join(r.model_dump_json() + "\n" for r in episode.records), encoding="utf-8"
-    )
+    real = RecordSink(output_dir / "real")
+    real.path_for(SESSION).unlink(missing_ok=True)  # left by a session that failed to serve
+    for record in episode.records:
+        real.write(record)
     loop = ClosedLoop(simulator, ClosedLoopOptions(quiet=quiet))
     predictions = await loop.run([episode], output_dir)
     rows = [predictions.rows[k] for k in keys]
@@ -194,5 +184,5 @@ def render(answers: Sequence[Answer]) -> str:
     share = f"{right / len(answers):.0%}"
     lines.append(f"{right} of {len(answers)} answered as real bash does ({share})")
     if failed := sum(bool(a.error) for a in answers):
-        lines.append(f"{failed} failed: run again to retry them")
+        lines.append(f"{failed} failed: fix the engine and run again into a new --output-dir")
     return "\n".join(lines)
