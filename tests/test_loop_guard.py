@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings
 from tests.conftest import REPO_ROOT, small_embedded_engine
@@ -67,6 +68,32 @@ def test_a_token_that_would_name_a_unique_name_again_is_banned():
     assert LoopGuard(guard._detokenize).choose(logits, out, greedy) == 3
 
 
+def test_a_token_that_would_write_a_phrase_once_too_often_is_banned():
+    # One sentence rewritten with a word changed: no exact repeat, one phrase again and again.
+    vocab = [
+        "it can also be used to reclaim space from the database, ",
+        "it is also used to reclaim space from the database, ",
+        "it can be used to reclaimspace from the database,but ",  # a space dropped
+        "Done.",
+    ]
+    rule = LoopGuardSettings(phrase_chars=30, max_phrase_copies=2)
+    guard = LoopGuard(lambda tokens: "".join(vocab[t] for t in tokens), rule)
+    logits = np.array([5.0, 3.0, 4.0, 1.0], dtype=np.float32)
+    assert not guard.loops("".join(vocab[t] for t in [0, 1, 0, 1, 0]))  # the exact rule misses it
+    # "used to reclaim space from the database," is written twice: a third copy is banned,
+    # whichever wording or spacing leads to it, and the model must say something else.
+    assert guard.choose(logits, [0, 1], greedy) == 3
+    assert guard.bans == 3
+    # Twice is allowed, and the count holds however far apart the copies are.
+    assert LoopGuard(guard._detokenize, rule).choose(logits, [0], greedy) == 0
+    grown = LoopGuard(guard._detokenize, rule)
+    written = [0, *[3] * 12, 1]
+    for end in range(1, len(written) + 1):
+        grown.choose(logits, written[:end], greedy)  # the guard sees the answer grow
+    assert grown.choose(logits, written, greedy) == 3
+    assert LoopGuard(guard._detokenize).choose(logits, [0, 1], greedy) == 0  # no rule: let be
+
+
 def test_unique_names_is_a_regular_expression_with_a_group():
     with pytest.raises(ValidationError, match="needs a group"):
         LoopGuardSettings(unique_names=r"\[ref=\w+\]")
@@ -85,6 +112,62 @@ def test_records_never_trip_the_guard():
             # Any prefix of a real answer is a state the guard sees while decoding it.
             if any(guard.loops(text[:end]) for end in range(128, len(text) + 1, 16)):
                 tripped.append(f"{path.name}: {text[:60]!r}")
+    assert not tripped, tripped[:5]
+
+
+def test_real_pages_and_results_never_trip_the_search_worlds_rule():
+    """The search world's rule (search.yaml) against the real pages of the fetch server it
+    copies, every answer at every 16th length as it grows, and against real-looking results:
+    Brave's JSON and Tavily's text naming several pages of one site."""
+    rule = load_domain("search").generation.loop_guard
+    assert rule is not None and rule.max_phrase_copies is not None
+    texts = [
+        json.loads(line)["observation"]
+        for path in sorted((REPO_ROOT / "trajectories" / "mcp" / "fetch").rglob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    pages = {  # five pages of one site, as Python's docs title and describe them
+        "asyncio": ("asyncio — Asynchronous I/O", "asyncio is a library to write concurrent code."),
+        "asyncio-task": ("Coroutines and Tasks", "This section outlines high-level asyncio APIs."),
+        "asyncio-stream": ("Streams", "Streams are high-level async/await-ready primitives."),
+        "asyncio-sync": ("Synchronization Primitives", "asyncio primitives are like threading's."),
+        "asyncio-queue": (
+            "Queues",
+            "asyncio queues are designed to be similar to classes of queue.",
+        ),
+    }
+    results = [
+        (f"https://docs.python.org/3/library/{page}.html", title, description)
+        for page, (title, description) in pages.items()
+    ]
+    texts.append(
+        "\n\n".join(
+            json.dumps(
+                {"url": url, "title": title, "description": description, "extra_snippets": []},
+                separators=(",", ":"),
+                ensure_ascii=False,
+            )
+            for url, title, description in results
+        )
+    )
+    texts.append(
+        "Detailed Results:"
+        + "".join(
+            f"\n\nTitle: {title}\nURL: {url}\nContent: {description}"
+            for url, title, description in results
+        )
+    )
+    assert len(texts) > 100
+    tripped = []
+    for text in texts:
+        tokens = [ord(c) for c in text]  # a character a token: the guard checks each
+        guard = LoopGuard(lambda ts: "".join(map(chr, ts)), rule)
+        for end in range(0, len(tokens), 16):
+            logits = np.zeros(0x110000, dtype=np.float32)
+            logits[tokens[end]] = 1.0
+            if guard.choose(logits, tokens[:end], greedy) != tokens[end]:
+                tripped.append(f"{text[:60]!r} at {end}")
+                break
     assert not tripped, tripped[:5]
 
 

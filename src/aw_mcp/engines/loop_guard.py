@@ -26,17 +26,29 @@ something one answer never names twice (a page snapshot's element refs). A model
 on a block of a page starts counting its refs again (``[ref=f1e8]`` a second time), which no
 real snapshot does; the token that would complete a second match of a name is banned like a
 loop's, so the model must write another name (``f1e80``) or leave the block.
+
+``max_phrase_copies`` catches loops that are not exact: a model that writes one sentence
+again and again with a word changed each time (``... but it can also be used to reclaim
+space from the database, but it is also used to reclaim space ...``), or a block longer than
+any period the exact rule looks for (a whole search result, a whole page section). No stretch
+of ``phrase_chars`` characters (whitespace left out) may be written more than
+``max_phrase_copies`` times in one answer: the token that would write one more copy is
+banned. The real fetch server's pages (``trajectories/mcp/fetch``) never hold a stretch of 80
+such characters three times.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _DIGIT = re.compile(r"[0-9]")
+_WHITESPACE = re.compile(r"\s+")
 # How far before the newest token a match of ``unique_names`` may start.
 UNIQUE_NAME_WINDOW = 256
 
@@ -54,6 +66,18 @@ class LoopGuardSettings(BaseModel):
         default=None,
         description="a regular expression whose group 1 never names the same thing twice in "
         f"one answer (a match is at most {UNIQUE_NAME_WINDOW} characters long)",
+    )
+
+    phrase_chars: int = Field(
+        default=80,
+        ge=8,
+        le=1024,
+        description="characters of a phrase (max_phrase_copies), whitespace left out",
+    )
+    max_phrase_copies: int | None = Field(
+        default=None,
+        ge=1,
+        description="most copies of any phrase_chars characters in one answer (none: no limit)",
     )
 
     @field_validator("unique_names")
@@ -85,38 +109,93 @@ def loops_by(rule: LoopGuardSettings, text: str) -> bool:
     return False
 
 
-class _NamesWritten:
-    """The names (``unique_names``' group 1) an answer has written so far, read as it grows.
+class _Written(ABC):
+    """What an answer has written so far that a rule forbids writing again, read as it grows.
 
     Like the stop strings (``local.StopStrings``), only the newest text is decoded: each new
-    piece is matched together with the last ``UNIQUE_NAME_WINDOW`` characters before it, and
-    the names found are kept, so a step costs the same early and late in a long answer."""
+    piece is read together with the last ``tail_chars`` characters before it, so a step costs
+    the same early and late in a long answer."""
 
-    def __init__(self, pattern: str, detokenize: Callable[[Sequence[int]], str]):
-        self._pattern = re.compile(pattern)
+    def __init__(self, tail_chars: int, detokenize: Callable[[Sequence[int]], str]):
+        self._tail_chars = tail_chars
         self._detokenize = detokenize
-        self._tail = ""  # the last UNIQUE_NAME_WINDOW characters read
+        self._tail = ""  # the last tail_chars characters read
         self._tokens_read = 0
-        self._names: set[str] = set()
 
+    def _as_read(self, piece: str) -> str:
+        """The text as the rule reads it."""
+        return piece
+
+    @abstractmethod
     def _completed(self, piece: str) -> list[str]:
-        """Names of the matches that ``piece``, written after what was read, completes."""
-        text = self._tail + piece
-        return [m.group(1) for m in self._pattern.finditer(text) if m.end() > len(self._tail)]
+        """What ``piece``, written after what was read, completes (a name, a phrase)."""
+
+    @abstractmethod
+    def _keep(self, completed: list[str]) -> None:
+        """Remember what was written."""
+
+    @abstractmethod
+    def _forbids(self, completed: list[str]) -> bool:
+        """Would writing ``completed`` break the rule?"""
 
     def read(self, out: Sequence[int]) -> None:
         """Take in the tokens of ``out`` not read yet (one a step; the guard sees each)."""
         if len(out) > self._tokens_read:
             # Decoded in pieces as they come: a character split over two pieces may decode
             # oddly, which names of printable ASCII (refs, ids) never are.
-            piece = self._detokenize(out[self._tokens_read :])
+            piece = self._as_read(self._detokenize(out[self._tokens_read :]))
             self._tokens_read = len(out)
-            self._names.update(self._completed(piece))
-            self._tail = (self._tail + piece)[-UNIQUE_NAME_WINDOW:]
+            self._keep(self._completed(piece))
+            self._tail = (self._tail + piece)[-self._tail_chars :]
 
     def repeated_by(self, token: int) -> bool:
-        """Would ``token`` complete a match of a name written before?"""
-        return any(name in self._names for name in self._completed(self._detokenize([token])))
+        """Would ``token`` write again what the rule forbids?"""
+        return self._forbids(self._completed(self._as_read(self._detokenize([token]))))
+
+
+class _NamesWritten(_Written):
+    """The names (``unique_names``' group 1) written so far: none may be written twice."""
+
+    def __init__(self, pattern: str, detokenize: Callable[[Sequence[int]], str]):
+        super().__init__(UNIQUE_NAME_WINDOW, detokenize)
+        self._pattern = re.compile(pattern)
+        self._names: set[str] = set()
+
+    def _completed(self, piece: str) -> list[str]:
+        text = self._tail + piece
+        return [m.group(1) for m in self._pattern.finditer(text) if m.end() > len(self._tail)]
+
+    def _keep(self, completed: list[str]) -> None:
+        self._names.update(completed)
+
+    def _forbids(self, completed: list[str]) -> bool:
+        return any(name in self._names for name in completed)
+
+
+class _PhrasesWritten(_Written):
+    """Every stretch of ``length`` characters written so far, with its count: none may be
+    written more than ``max_copies`` times. Whitespace is left out, so that a loop cannot go
+    on by dropping a space (``reclaimspace from the database,but ...``)."""
+
+    def __init__(self, length: int, max_copies: int, detokenize: Callable[[Sequence[int]], str]):
+        super().__init__(length - 1, detokenize)  # the start of the next stretch
+        self._length = length
+        self._max_copies = max_copies
+        self._counts: Counter[str] = Counter()
+
+    def _as_read(self, piece: str) -> str:
+        return _WHITESPACE.sub("", piece)
+
+    def _completed(self, piece: str) -> list[str]:
+        text = self._tail + piece
+        first = max(len(self._tail) + 1, self._length)  # the end of the first new stretch
+        return [text[end - self._length : end] for end in range(first, len(text) + 1)]
+
+    def _keep(self, completed: list[str]) -> None:
+        self._counts.update(completed)
+
+    def _forbids(self, completed: list[str]) -> bool:
+        return any(self._counts[s] + n > self._max_copies for s, n in Counter(completed).items())
 
 
 class LoopGuard:
@@ -137,10 +216,15 @@ class LoopGuard:
             max(r.min_span, r.min_copies * r.max_period) + r.max_period for r in self.rules
         )
         self.bans = 0  # tokens banned so far in this generation
-        self._names = [
+        # What each rule forbids writing again, read as the answer grows.
+        self._written: list[_NamesWritten | _PhrasesWritten] = [
             _NamesWritten(rule.unique_names, detokenize)
             for rule in self.rules
             if rule.unique_names is not None
+        ] + [
+            _PhrasesWritten(rule.phrase_chars, rule.max_phrase_copies, detokenize)
+            for rule in self.rules
+            if rule.max_phrase_copies is not None
         ]
 
     def loops(self, text: str) -> bool:
@@ -151,15 +235,15 @@ class LoopGuard:
         self, logits: np.ndarray, out: Sequence[int], sample: Callable[[np.ndarray], int]
     ) -> int:
         """``sample(logits)``, unless that token would continue a loop (or name a unique
-        name again): then the likeliest token that does not (up to ``max_bans`` tries, after
-        which the loop is let be)."""
+        name again, or write a phrase once too often): then the likeliest token that does
+        not (up to ``max_bans`` tries, after which the loop is let be)."""
         token = sample(logits)
         tail = list(out[-self.tail_tokens :])
-        for names in self._names:
-            names.read(out)
+        for written in self._written:
+            written.read(out)
         masked: np.ndarray | None = None
         for _ in range(self.max_bans):
-            repeats = any(names.repeated_by(token) for names in self._names)
+            repeats = any(written.repeated_by(token) for written in self._written)
             if not repeats and not self.loops(self._detokenize([*tail, token])):
                 return token
             if masked is None:
