@@ -115,18 +115,33 @@ def test_records_never_trip_the_guard():
     assert not tripped, tripped[:5]
 
 
-def test_real_pages_and_results_never_trip_the_search_worlds_rule():
-    """The search world's rule (search.yaml) against the real pages of the fetch server it
-    copies, every answer at every 16th length as it grows, and against real-looking results:
-    Brave's JSON and Tavily's text naming several pages of one site."""
-    rule = load_domain("search").generation.loop_guard
-    assert rule is not None and rule.max_phrase_copies is not None
-    texts = [
+def _banned_in(rule: LoopGuardSettings, text: str) -> int | None:
+    """Where a guard with ``rule`` would ban a character of ``text`` written one character a
+    token (None: nowhere)."""
+    alphabet = sorted(set(text))
+    tokens = [alphabet.index(c) for c in text]
+    guard = LoopGuard(lambda ts: "".join(alphabet[t] for t in ts), rule)
+    written: list[int] = []
+    for token in tokens:
+        logits = np.zeros(len(alphabet), dtype=np.float32)
+        logits[token] = 1.0
+        if guard.choose(logits, written, greedy) != token:
+            return len(written)
+        written.append(token)
+    return None
+
+
+def _observations(folder: str) -> list[str]:
+    return [
         json.loads(line)["observation"]
-        for path in sorted((REPO_ROOT / "trajectories" / "mcp" / "fetch").rglob("*.jsonl"))
+        for path in sorted((REPO_ROOT / "trajectories" / folder).rglob("*.jsonl"))
         for line in path.read_text().splitlines()
     ]
-    pages = {  # five pages of one site, as Python's docs title and describe them
+
+
+def _search_results() -> list[str]:
+    """Real-looking Brave and Tavily answers naming five pages of one site."""
+    pages = {  # as Python's docs title and describe them
         "asyncio": ("asyncio — Asynchronous I/O", "asyncio is a library to write concurrent code."),
         "asyncio-task": ("Coroutines and Tasks", "This section outlines high-level asyncio APIs."),
         "asyncio-stream": ("Streams", "Streams are high-level async/await-ready primitives."),
@@ -140,34 +155,32 @@ def test_real_pages_and_results_never_trip_the_search_worlds_rule():
         (f"https://docs.python.org/3/library/{page}.html", title, description)
         for page, (title, description) in pages.items()
     ]
-    texts.append(
-        "\n\n".join(
-            json.dumps(
-                {"url": url, "title": title, "description": description, "extra_snippets": []},
-                separators=(",", ":"),
-                ensure_ascii=False,
-            )
-            for url, title, description in results
+    brave = "\n\n".join(
+        json.dumps(
+            {"url": url, "title": title, "description": description, "extra_snippets": []},
+            separators=(",", ":"),
+            ensure_ascii=False,
         )
+        for url, title, description in results
     )
-    texts.append(
-        "Detailed Results:"
-        + "".join(
-            f"\n\nTitle: {title}\nURL: {url}\nContent: {description}"
-            for url, title, description in results
-        )
+    tavily = "Detailed Results:" + "".join(
+        f"\n\nTitle: {title}\nURL: {url}\nContent: {description}"
+        for url, title, description in results
     )
-    assert len(texts) > 100
-    tripped = []
-    for text in texts:
-        tokens = [ord(c) for c in text]  # a character a token: the guard checks each
-        guard = LoopGuard(lambda ts: "".join(map(chr, ts)), rule)
-        for end in range(0, len(tokens), 16):
-            logits = np.zeros(0x110000, dtype=np.float32)
-            logits[tokens[end]] = 1.0
-            if guard.choose(logits, tokens[:end], greedy) != tokens[end]:
-                tripped.append(f"{text[:60]!r} at {end}")
-                break
+    return [brave, tavily]
+
+
+def test_real_answers_never_trip_the_search_worlds_rule():
+    """The search world's rule (search.yaml) against the real pages of the fetch server its
+    fetch tool copies (its search tools have no records) and real-looking results, every
+    character checked as the answer grows."""
+    rule = load_domain("search").generation.loop_guard
+    assert rule is not None and rule.max_phrase_copies is not None
+    answers = [*_observations("mcp/fetch"), *_search_results()]
+    assert len(answers) > 100
+    tripped = [
+        f"{text[:60]!r} at {at}" for text in answers if (at := _banned_in(rule, text)) is not None
+    ]
     assert not tripped, tripped[:5]
 
 
