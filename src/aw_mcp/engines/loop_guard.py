@@ -217,7 +217,7 @@ class LoopGuard:
         )
         self.bans = 0  # tokens banned so far in this generation
         # What each rule forbids writing again, read as the answer grows.
-        self._written: list[_NamesWritten | _PhrasesWritten] = [
+        self._written: list[_Written] = [
             _NamesWritten(rule.unique_names, detokenize)
             for rule in self.rules
             if rule.unique_names is not None
