@@ -125,10 +125,14 @@ def test_a_missing_or_empty_commands_file_is_a_clear_error(tmp_path, capsys, con
     assert not (tmp_path / "o").exists()
 
 
-def test_a_limit_below_one_is_a_clear_error(tmp_path, capsys):
+@pytest.mark.parametrize("action", ["everyday", "closed-loop"])
+def test_a_limit_below_one_is_a_clear_error(tmp_path, capsys, action):
     out = tmp_path / "o"
-    assert main(["eval", "everyday", "--limit", "0", "--output-dir", str(out)]) == 2
-    assert capsys.readouterr().err == "aw-mcp eval everyday: --limit must be at least 1\n"
+    records = ["--records", str(tmp_path)] if action == "closed-loop" else []
+    with pytest.raises(SystemExit) as exited:
+        main(["eval", action, *records, "--limit", "0", "--output-dir", str(out)])
+    assert exited.value.code == 2
+    assert "argument --limit: must be at least 1, got 0" in capsys.readouterr().err
     assert not out.exists()
 
 

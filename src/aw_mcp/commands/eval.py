@@ -51,6 +51,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_everyday_parser(actions)
 
 
+def _at_least_one(text: str) -> int:
+    """An argparse type: a count that must be 1 or more (``--limit 0`` would run nothing and
+    ``--limit -1`` all but the last)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _run_options(p: argparse.ArgumentParser, jobs: int | None, unit: str) -> None:
     """``jobs``: the default of --jobs; None where the work is one episode (no --jobs)."""
     p.add_argument("--output-dir", type=Path, required=True, metavar="OUT")
@@ -58,7 +67,9 @@ def _run_options(p: argparse.ArgumentParser, jobs: int | None, unit: str) -> Non
         p.add_argument(
             "--jobs", type=int, default=jobs, help=f"{unit} run at once (default {jobs})"
         )
-    p.add_argument("--limit", type=int, default=None, metavar="N", help=f"only the first N {unit}")
+    p.add_argument(
+        "--limit", type=_at_least_one, default=None, metavar="N", help=f"only the first N {unit}"
+    )
     p.add_argument("--quiet", action="store_true", default=False, help="no progress bar")
     p.add_argument(
         "--log-level",
@@ -327,9 +338,6 @@ def _everyday(args: argparse.Namespace) -> int:
         print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
         return 2
     if args.limit is not None:
-        if args.limit < 1:
-            print("aw-mcp eval everyday: --limit must be at least 1", file=sys.stderr)
-            return 2
         commands = commands[: args.limit]
     settings = settings_from_namespace(ServeSettings, args)
     if "simulator" not in settings.model_fields_set and not settings.tools_from:

@@ -112,15 +112,13 @@ def loops_by(rule: LoopGuardSettings, text: str) -> bool:
 class _Written(ABC):
     """What an answer has written so far that a rule forbids writing again, read as it grows.
 
-    Like the stop strings (``local.StopStrings``), only the newest text is decoded: each new
-    piece is read together with the last ``tail_chars`` characters before it, so a step costs
-    the same early and late in a long answer."""
+    Like the stop strings (``local.StopStrings``), only the newest text is read: each new
+    piece together with the last ``tail_chars`` characters before it, so a step costs the same
+    early and late in a long answer."""
 
-    def __init__(self, tail_chars: int, detokenize: Callable[[Sequence[int]], str]):
+    def __init__(self, tail_chars: int):
         self._tail_chars = tail_chars
-        self._detokenize = detokenize
         self._tail = ""  # the last tail_chars characters read
-        self._tokens_read = 0
 
     def _as_read(self, piece: str) -> str:
         """The text as the rule reads it."""
@@ -138,26 +136,22 @@ class _Written(ABC):
     def _forbids(self, completed: list[str]) -> bool:
         """Would writing ``completed`` break the rule?"""
 
-    def read(self, out: Sequence[int]) -> None:
-        """Take in the tokens of ``out`` not read yet (one a step; the guard sees each)."""
-        if len(out) > self._tokens_read:
-            # Decoded in pieces as they come: a character split over two pieces may decode
-            # oddly, which names of printable ASCII (refs, ids) never are.
-            piece = self._as_read(self._detokenize(out[self._tokens_read :]))
-            self._tokens_read = len(out)
-            self._keep(self._completed(piece))
-            self._tail = (self._tail + piece)[-self._tail_chars :]
+    def read(self, piece: str) -> None:
+        """Take in ``piece``, the answer's text written since the last read."""
+        piece = self._as_read(piece)
+        self._keep(self._completed(piece))
+        self._tail = (self._tail + piece)[-self._tail_chars :]
 
-    def repeated_by(self, token: int) -> bool:
-        """Would ``token`` write again what the rule forbids?"""
-        return self._forbids(self._completed(self._as_read(self._detokenize([token]))))
+    def repeated_by(self, piece: str) -> bool:
+        """Would writing ``piece`` next write again what the rule forbids?"""
+        return self._forbids(self._completed(self._as_read(piece)))
 
 
 class _NamesWritten(_Written):
     """The names (``unique_names``' group 1) written so far: none may be written twice."""
 
-    def __init__(self, pattern: str, detokenize: Callable[[Sequence[int]], str]):
-        super().__init__(UNIQUE_NAME_WINDOW, detokenize)
+    def __init__(self, pattern: str):
+        super().__init__(UNIQUE_NAME_WINDOW)
         self._pattern = re.compile(pattern)
         self._names: set[str] = set()
 
@@ -177,8 +171,8 @@ class _PhrasesWritten(_Written):
     written more than ``max_copies`` times. Whitespace is left out, so that a loop cannot go
     on by dropping a space (``reclaimspace from the database,but ...``)."""
 
-    def __init__(self, length: int, max_copies: int, detokenize: Callable[[Sequence[int]], str]):
-        super().__init__(length - 1, detokenize)  # the start of the next stretch
+    def __init__(self, length: int, max_copies: int):
+        super().__init__(length - 1)  # the start of the next stretch
         self._length = length
         self._max_copies = max_copies
         self._counts: Counter[str] = Counter()
@@ -218,14 +212,13 @@ class LoopGuard:
         self.bans = 0  # tokens banned so far in this generation
         # What each rule forbids writing again, read as the answer grows.
         self._written: list[_Written] = [
-            _NamesWritten(rule.unique_names, detokenize)
-            for rule in self.rules
-            if rule.unique_names is not None
+            _NamesWritten(rule.unique_names) for rule in self.rules if rule.unique_names is not None
         ] + [
-            _PhrasesWritten(rule.phrase_chars, rule.max_phrase_copies, detokenize)
+            _PhrasesWritten(rule.phrase_chars, rule.max_phrase_copies)
             for rule in self.rules
             if rule.max_phrase_copies is not None
         ]
+        self._tokens_read = 0  # of the answer, by self._written
 
     def loops(self, text: str) -> bool:
         """Does ``text`` end in a loop by any of the rules?"""
@@ -239,11 +232,18 @@ class LoopGuard:
         not (up to ``max_bans`` tries, after which the loop is let be)."""
         token = sample(logits)
         tail = list(out[-self.tail_tokens :])
-        for written in self._written:
-            written.read(out)
+        if self._written and len(out) > self._tokens_read:
+            # Decoded in pieces as they come (one a step; the guard sees each): a character
+            # split over two pieces may decode oddly, which names of printable ASCII (refs,
+            # URLs) never are, and which miscounts a phrase at most once.
+            piece = self._detokenize(out[self._tokens_read :])
+            self._tokens_read = len(out)
+            for written in self._written:
+                written.read(piece)
         masked: np.ndarray | None = None
         for _ in range(self.max_bans):
-            repeats = any(written.repeated_by(token) for written in self._written)
+            candidate = self._detokenize([token]) if self._written else ""
+            repeats = any(written.repeated_by(candidate) for written in self._written)
             if not repeats and not self.loops(self._detokenize([*tail, token])):
                 return token
             if masked is None:
