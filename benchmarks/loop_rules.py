@@ -33,7 +33,6 @@ decodes its whole tail (up to 4,096 tokens) each step, 1.5 ms more, about 2% of 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -46,15 +45,16 @@ sys.path.insert(0, str(REPO / "src"))
 from aw_mcp.domain.loader import load_domain  # noqa: E402
 from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings  # noqa: E402
 from aw_mcp.models.fetch import resolve_model  # noqa: E402
+from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
 
 
 def real_answers(folder: str, tool: str, count: int) -> list[str]:
     """The longest ``count`` real answers of ``tool`` under ``trajectories/<folder>``."""
     answers = [
-        record["observation"]
-        for path in sorted((REPO / "trajectories" / folder).rglob("*.jsonl"))
-        for record in map(json.loads, path.read_text().splitlines())
-        if record["tool"] == tool
+        record.observation
+        for episode in load_record_dir(REPO / "trajectories" / folder)
+        for record in episode.records
+        if record.tool == tool
     ]
     return sorted(answers, key=len, reverse=True)[:count]
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings
+from aw_mcp.trajectories.records import load_record_dir
 from tests.conftest import REPO_ROOT, small_embedded_engine
 
 # A tiny vocabulary: token id -> its text.
@@ -133,9 +134,9 @@ def _banned_in(rule: LoopGuardSettings, text: str) -> int | None:
 
 def _observations(folder: str) -> list[str]:
     return [
-        json.loads(line)["observation"]
-        for path in sorted((REPO_ROOT / "trajectories" / folder).rglob("*.jsonl"))
-        for line in path.read_text().splitlines()
+        record.observation
+        for episode in load_record_dir(REPO_ROOT / "trajectories" / folder)
+        for record in episode.records
     ]
 
 
