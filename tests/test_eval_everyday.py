@@ -14,6 +14,7 @@ from aw_mcp.cli import main
 from aw_mcp.domain import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
+    FIRST_LOOK_COMMANDS,
     OutputExistsError,
     read_commands,
     render,
@@ -107,6 +108,24 @@ async def test_a_server_without_run_command_is_refused_before_any_call(tmp_path)
     assert engine.requests == [] and not (tmp_path / "out").exists()
 
 
+@needs_sandbox
+async def test_the_first_look_session_asks_for_output_of_the_bundled_world(tmp_path):
+    """The second built-in session is worth its name only while the bundled world gives its
+    commands something to print: one command fails (no setup.py), one is silent (a clean
+    diff), and every other one prints, so an answer of nothing is right once in 25."""
+    engine = FakeEngine("[exit code: 0]")  # the print-nothing baseline
+    answers = await run_session(
+        make_simulator(engine, "terminal"), list(FIRST_LOOK_COMMANDS), tmp_path / "out"
+    )
+    assert len(answers) == 25
+    failed = [a.command for a in answers if not a.real.endswith("[exit code: 0]")]
+    assert failed == ["cat setup.py"]
+    assert [a.command for a in answers if a.right] == ["git diff --stat"]
+    by_command = {a.command: a.real for a in answers}
+    assert by_command["wc -l main.py"] == "12 main.py\n[exit code: 0]"
+    assert by_command["ls *.py"] == "hello.py\nmain.py\n[exit code: 0]"  # made by the session
+
+
 def test_a_commands_file_skips_comments_and_blank_lines(tmp_path):
     listed = tmp_path / "commands.txt"
     listed.write_text("# a first session\npwd\n\n  # indented comment\necho '# not one'\n")
@@ -134,6 +153,32 @@ def test_a_limit_below_one_is_a_clear_error(tmp_path, capsys, action):
     assert exited.value.code == 2
     assert "argument --limit: must be at least 1, got 0" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_session_and_a_commands_file_are_one_choice(tmp_path, capsys):
+    listed = tmp_path / "commands.txt"
+    listed.write_text("pwd\n")
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as exited:
+        main(["eval", "everyday", "--session", "first-look", "--commands", str(listed),
+              "--output-dir", str(out)])  # fmt: skip
+    assert exited.value.code == 2
+    assert "argument --commands: not allowed with argument --session" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@needs_sandbox
+def test_a_built_in_session_by_name_through_the_command_line(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["eval", "everyday", "--session", "first-look", "--limit", "2"]
+    assert main([*args, "--output-dir", str(out), "--threads", "1", "--quiet"]) == 0
+    assert " of 2 answered as real bash does (" in capsys.readouterr().out
+    rows = _rows(out)
+    assert [json.loads(r["current_prompt"].split(" ", 1)[1])["command"] for r in rows] == [
+        "ls -la",
+        "cat README.md",
+    ]
+    assert rows[0]["reference"].startswith("total ")  # ls -la's long listing, from real bash
 
 
 @needs_sandbox

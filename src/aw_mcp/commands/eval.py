@@ -305,12 +305,22 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
         "the real episode under OUT/real/. Needs root and unshare for the sandbox.",
         argument_default=argparse.SUPPRESS,
     )
-    p.add_argument(
+    from aw_mcp.evaluation.everyday import SESSIONS
+
+    session = p.add_mutually_exclusive_group()
+    session.add_argument(
+        "--session",
+        choices=sorted(SESSIONS),
+        default="everyday",
+        help="a built-in session: everyday (the default: pwd, whoami, ls, git status, ...) or "
+        "first-look (an agent's first look at the project: ls -la, wc -l, grep -n, ...)",
+    )
+    session.add_argument(
         "--commands",
         type=Path,
         default=None,
         metavar="FILE",
-        help="one command per line ('#' starts a comment); default: the built-in session",
+        help="your own session: one command per line ('#' starts a comment)",
     )
     _run_options(p, jobs=None, unit="commands")
     add_settings_flags(p, ServeSettings, only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI))
@@ -321,19 +331,14 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
 def _everyday(args: argparse.Namespace) -> int:
     from aw_mcp.cli import configure_logging
     from aw_mcp.config import ServeSettings
-    from aw_mcp.evaluation.everyday import (
-        EVERYDAY_COMMANDS,
-        read_commands,
-        render,
-        run_session,
-    )
+    from aw_mcp.evaluation.everyday import SESSIONS, read_commands, render, run_session
     from aw_mcp.runtime import build_simulator
     from aw_mcp.settings_cli import settings_from_namespace
     from aw_mcp.trajectories.sandbox import SandboxUnavailable
 
     configure_logging(args.log_level)
     try:
-        commands = read_commands(args.commands) if args.commands else list(EVERYDAY_COMMANDS)
+        commands = read_commands(args.commands) if args.commands else list(SESSIONS[args.session])
     except ValueError as exc:
         print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
         return 2
