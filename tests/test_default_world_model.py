@@ -16,13 +16,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from aw_mcp.domain.loader import load_domain, load_world
-from aw_mcp.evaluation.everyday import (
-    EVERYDAY_COMMANDS,
-    FIRST_LOOK_COMMANDS,
-    Answer,
-    real_observations,
-    render,
-)
+from aw_mcp.evaluation.everyday import Answer, real_observations, render
+from aw_mcp.evaluation.sessions import EVERYDAY_COMMANDS, FIRST_LOOK_COMMANDS
 from tests.helpers import default_server, needs_sandbox, text_of
 
 pytestmark = pytest.mark.anyio

@@ -14,12 +14,12 @@ from aw_mcp.cli import main
 from aw_mcp.domain import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
-    FIRST_LOOK_COMMANDS,
     OutputExistsError,
     read_commands,
     render,
     run_session,
 )
+from aw_mcp.evaluation.sessions import FIRST_LOOK_COMMANDS
 from aw_mcp.simulator import WorldSimulator
 from aw_mcp.trajectories.records import load_record_dir
 from aw_mcp.trajectories.sandbox import BashSandbox, SandboxUnavailable

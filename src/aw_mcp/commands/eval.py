@@ -305,7 +305,7 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
         "the real episode under OUT/real/. Needs root and unshare for the sandbox.",
         argument_default=argparse.SUPPRESS,
     )
-    from aw_mcp.evaluation.everyday import SESSIONS
+    from aw_mcp.evaluation.sessions import SESSIONS
 
     session = p.add_mutually_exclusive_group()
     session.add_argument(
@@ -331,7 +331,8 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
 def _everyday(args: argparse.Namespace) -> int:
     from aw_mcp.cli import configure_logging
     from aw_mcp.config import ServeSettings
-    from aw_mcp.evaluation.everyday import SESSIONS, read_commands, render, run_session
+    from aw_mcp.evaluation.everyday import read_commands, render, run_session
+    from aw_mcp.evaluation.sessions import SESSIONS
     from aw_mcp.runtime import build_simulator
     from aw_mcp.settings_cli import settings_from_namespace
     from aw_mcp.trajectories.sandbox import SandboxUnavailable
