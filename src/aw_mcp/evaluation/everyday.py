@@ -27,7 +27,7 @@ from aw_mcp.trajectories.sandbox import BashSandbox, observation_text
 from aw_mcp.trajectories.worlds import from_world
 
 TOOL = "run_command"
-SESSION = "everyday"  # the episode id (a session always gets a folder of its own)
+EPISODE_ID = "everyday"  # every session's, whichever its commands (each gets a folder of its own)
 
 
 def read_commands(path: Path) -> list[str]:
@@ -74,7 +74,7 @@ def real_session(
     records = [
         CallRecord(
             index=index,
-            episode=SESSION,
+            episode=EPISODE_ID,
             domain=domain,
             tool=tool,
             arguments={"command": command},
@@ -88,7 +88,7 @@ def real_session(
             zip(commands, real_observations(world, commands), strict=True), start=1
         )
     ]
-    return RecordedEpisode(SESSION, domain, records)
+    return RecordedEpisode(EPISODE_ID, domain, records)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ async def run_session(
     episode = real_session(served.world, commands, served.domain.name, served.public_name)
     keys = sample_keys(episode)
     real = RecordSink(output_dir / "real")
-    real.path_for(SESSION).unlink(missing_ok=True)  # left by a session that failed to serve
+    real.path_for(EPISODE_ID).unlink(missing_ok=True)  # left by a session that failed to serve
     for record in episode.records:
         real.write(record)
     loop = ClosedLoop(simulator, ClosedLoopOptions(quiet=quiet))
