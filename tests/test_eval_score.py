@@ -267,11 +267,17 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     tmp_path, capsys
 ):
     """Every real Playwright snapshot in the committed web records is a well-formed page
-    state. One of them, then a click on one of its refs: the real answer is a usable page
-    state; a tree that lost the ref, repeats a ref or is no YAML list is not."""
+    state. One of them, then a click on one of its named elements' refs: the real answer is a
+    usable page state; a tree that lost the ref, repeats a ref or is no YAML list is not. The
+    element clicked is shown where it keeps its role and name under another ref, and not
+    where its ref names something else."""
     from pathlib import Path
 
-    from aw_mcp.evaluation.metrics import page_state_well_formed, snapshot_refs
+    from aw_mcp.evaluation.metrics import (
+        page_state_well_formed,
+        snapshot_elements,
+        snapshot_refs,
+    )
     from aw_mcp.trajectories.records import load_record_dir
 
     web = Path(__file__).resolve().parent.parent / "trajectories" / "web"
@@ -284,25 +290,44 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     ]
     assert len(real) >= 400
     assert all(page_state_well_formed(text) for text in real)  # every real one is well formed
+    # every element of every real snapshot is read, quoted YAML lines (`- 'link "<< a"`) too
+    assert all(set(snapshot_elements(t) or {}) == set(snapshot_refs(t) or []) for t in real)
     snapshot = real[0]
     refs = snapshot_refs(snapshot)
-    target = refs[-1]
+    elements = snapshot_elements(snapshot) or {}
+    target = next(ref for ref in reversed(refs) if '"' in elements[ref])  # link "Next", say
+    role, name = elements[target].split(" ", 1)
     lost = snapshot.replace(f"[ref={target}]", "")
     doubled = snapshot.replace(f"[ref={refs[0]}]", f"[ref={target}]")
     unparsed = snapshot.replace("```yaml\n", "```yaml\n: [\n")
+    renumbered = snapshot.replace(f"[ref={target}]", "[ref=e9999]")
+    renamed = snapshot.replace(f"{role} {name} [ref={target}]", f'{role} "Other" [ref={target}]')
+    assert renamed != snapshot
     calls = [
         ("browser_snapshot", {}, snapshot),
         ("browser_click", {"element": "a link", "target": target}, "### Ran Playwright code"),
     ]
     rows = []
-    for name, gen in (("real", snapshot), ("lost", lost), ("doubled", doubled), ("bad", unparsed)):
-        rows += episode_samples("web", name, calls, [gen, "### Ran Playwright code"])[:1]
+    variants = {
+        "real": snapshot,
+        "lost": lost,
+        "doubled": doubled,
+        "bad": unparsed,
+        "renumbered": renumbered,
+        "renamed": renamed,
+    }
+    for episode, gen in variants.items():
+        rows += episode_samples("web", episode, calls, [gen, "### Ran Playwright code"])[:1]
     report = _score_json(tmp_path, capsys, rows)
     model = report["domains"]["web"]["all"]["model"]
-    # page state: real and lost are well formed; doubled repeats a ref; bad is no YAML list.
-    assert model["page_state_n"] == 4 and model["page_state"] == pytest.approx(2 / 4)
-    # refs usable: the clicked ref is still in all but lost.
-    assert model["refs_usable_n"] == 4 and model["refs_usable"] == pytest.approx(3 / 4)
+    # page state: all but doubled (repeats a ref) and bad (no YAML list) are well formed.
+    assert model["page_state_n"] == 6 and model["page_state"] == pytest.approx(4 / 6)
+    # refs usable: the clicked ref is still in all but lost and renumbered.
+    assert model["refs_usable_n"] == 6 and model["refs_usable"] == pytest.approx(4 / 6)
+    # targets shown: the clicked element, by role and name, is in real, doubled (which only
+    # gives its ref to another element too) and renumbered; lost has no ref for it, renamed
+    # another name, and bad is still read line by line (it has the element).
+    assert model["targets_shown_n"] == 6 and model["targets_shown"] == pytest.approx(4 / 6)
     assert report["domains"]["web"]["all"]["empty"]["page_state"] == 0
 
 

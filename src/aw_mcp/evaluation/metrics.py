@@ -14,7 +14,10 @@ All are deterministic and need no model:
   tree): the prediction has a page URL line and a snapshot that parses as a YAML list with
   unique ``[ref=...]`` element refs; refs usable: every ref of the reference's snapshot that
   the episode's next action names is an element of the prediction's snapshot too (where the
-  next action names one);
+  next action names one); targets shown: every element those refs name in the reference, by
+  its role and name (``link "Home"``), is an element of the prediction's snapshot under any
+  ref: what an agent reading the simulated page could act on, where refs usable only says
+  that the real ref's number is there (it may name a paragraph);
 - exact and similarity with volatile values masked (where the reference has one): the same
   two on both texts after ``mask_volatile`` (``trajectories/volatile.py``: the time in
   Playwright's output file names, clock readings), which no simulator can know. The raw
@@ -39,6 +42,11 @@ _WHITESPACE = re.compile(r"\s+")
 _PAGE_SNAPSHOT = re.compile(r"^### Snapshot\n```yaml\n(.*?)\n```", re.S | re.M)
 _PAGE_URL = re.compile(r"^- Page URL: \S+", re.M)
 _ELEMENT_REF = re.compile(r"\[ref=([^\]\s]+)\]")
+# A snapshot line's element: its role and quoted name (``link "Home"``, ``row``), and its ref;
+# YAML single-quotes a line whose name holds a quote or starts with a sign (``- 'link "<< a"``).
+_ELEMENT = re.compile(
+    r'^\s*- \'?(?P<element>[a-z]+(?: "(?:[^"\\]|\\.)*")?)[^\n]*?\[ref=(?P<ref>[^\]\s]+)\]', re.M
+)
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Words that run the next word as the command: the family is the command they run.
@@ -120,6 +128,29 @@ def refs_usable(prediction: str, real: list[str] | None, next_action: str | None
     return named <= set(snapshot_refs(prediction) or [])
 
 
+def snapshot_elements(text: str) -> dict[str, str] | None:
+    """Each element ref of a page snapshot in ``text`` -> its role and name (``link "Home"``);
+    None without a snapshot."""
+    match = _PAGE_SNAPSHOT.search(text)
+    if match is None:
+        return None
+    return {m.group("ref"): m.group("element") for m in _ELEMENT.finditer(match.group(1))}
+
+
+def targets_shown(prediction: str, reference: str, next_action: str | None) -> bool | None:
+    """Whether the elements the next action takes from the real snapshot (by their refs there)
+    are elements of the predicted one, by role and name under any ref; None where there is
+    no snapshot or the next action names none of its refs."""
+    real = snapshot_elements(reference)
+    if not real or not next_action:
+        return None
+    named = set(_WORD.findall(next_action)) & set(real)
+    if not named:
+        return None
+    shown = set((snapshot_elements(prediction) or {}).values())
+    return all(real[ref] in shown for ref in named)
+
+
 @dataclass(frozen=True)
 class SampleMetrics:
     """One prediction's metrics; None where a metric does not apply to the sample."""
@@ -131,6 +162,7 @@ class SampleMetrics:
     json_shape: bool | None = None
     page_state: bool | None = None
     refs_usable: bool | None = None
+    targets_shown: bool | None = None
     exact_masked: bool | None = None  # where the reference has a volatile value
     similarity_masked: float | None = None
 
@@ -160,6 +192,7 @@ def measure(prediction: str, reference: str, next_action: str | None = None) -> 
         json_shape=json_shape,
         page_state=page_state_well_formed(prediction) if real_refs is not None else None,
         refs_usable=refs_usable(prediction, real_refs, next_action),
+        targets_shown=targets_shown(prediction, reference, next_action),
     )
 
 

@@ -30,9 +30,10 @@ METRICS_NOTE = (
     "(valid) and has the reference's top-level shape (shape), where the reference is JSON; "
     "page state: a page URL and a snapshot parsing as a YAML list with unique [ref=...] refs, "
     "where the reference has a snapshot; refs usable: the refs the next action takes from the "
-    "real snapshot are in this one; masked: exact and similarity with the values no simulator "
-    "can know (Playwright's output file times, clock readings) masked in both texts, where the "
-    "reference has one. "
+    "real snapshot are in this one; targets shown: the elements those refs name there (role and "
+    'name, e.g. link "Home") are in this one, under any ref; masked: exact and similarity '
+    "with the values no simulator can know (Playwright's output file times, clock readings) "
+    "masked in both texts, where the reference has one. "
     "Baselines: empty = answer nothing ('[exit code: 0]' where the reference has an exit-code "
     "line); previous = the previous real observation of the same episode (empty at turn 1)."
 )
@@ -56,6 +57,7 @@ RATES: dict[str, tuple[str, str]] = {
     "json_shape": ("json_shape", "json_n"),
     "page_state": ("page_state", "page_state_n"),
     "refs_usable": ("refs_usable", "refs_usable_n"),
+    "targets_shown": ("targets_shown", "targets_shown_n"),
     "exact_masked": ("exact_masked", "volatile_n"),
     "similarity_masked": ("similarity_masked", "volatile_n"),
 }
@@ -230,6 +232,7 @@ _COLUMNS: list[tuple[str, str, str]] = [  # (header, summary key, format)
     ("JSON shape %", "json_shape", "pct"),
     ("page state %", "page_state", "pct"),
     ("refs usable %", "refs_usable", "pct"),
+    ("targets shown %", "targets_shown", "pct"),
     ("exact, volatile masked %", "exact_masked", "pct"),
     ("similarity, volatile masked", "similarity_masked", "ratio"),
 ]
