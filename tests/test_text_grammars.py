@@ -46,8 +46,8 @@ def _web_observations(tool: str | None = None) -> list[str]:
     return found
 
 
-def _accepts(lark: str, text: str, node_roles: tuple[str, ...] = ()) -> bool:
-    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark, node_roles), log_level=0)
+def _accepts(lark: str, text: str) -> bool:
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark), log_level=0)
     return bool(matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_accepting())
 
 
@@ -60,35 +60,12 @@ def _tree(text: str):
 def test_every_real_snapshot_keeps_to_the_web_grammar():
     snapshots = _web_observations("browser_snapshot")
     assert len(snapshots) > 300
-    lark, roles = SNAPSHOT_GRAMMAR.lark, SNAPSHOT_GRAMMAR.node_roles
-    rejected = [s[:200] for s in snapshots if not _accepts(lark, s, roles)]
+    rejected = [s[:200] for s in snapshots if not _accepts(SNAPSHOT_GRAMMAR.lark, s)]
     assert not rejected
     # A stale target's error is an answer too; a snapshot with an unclosed quote is not.
-    assert _accepts(lark, "### Error\nRef e57 not found in the current page.", roles)
+    assert _accepts(SNAPSHOT_GRAMMAR.lark, "### Error\nRef e57 not found in the current page.")
     broken = snapshots[0].replace('"', "", 1)
-    assert broken != snapshots[0] and not _accepts(lark, broken, roles)
-
-
-def test_a_snapshot_node_takes_only_a_role_playwright_writes():
-    """The held-out sign-in page came out with HTML's ``input "Email"`` where Playwright writes
-    ARIA's ``textbox "Email"``: an agent that fills the form by its real role finds nothing.
-    The web grammar takes only the roles Playwright's aria snapshot knows (quoted lines
-    too); without roles, any lower-case word."""
-    lark, roles = SNAPSHOT_GRAMMAR.lark, SNAPSHOT_GRAMMAR.node_roles
-    page = "### Page\n- Page URL: http://127.0.0.1:8431/signin\n- Page Title: Sign in\n"
-
-    def snapshot(*lines: str) -> str:
-        return page + "### Snapshot\n```yaml\n" + "".join(f"{x}\n" for x in lines) + "```"
-
-    textbox = snapshot("- main [ref=e12]:", '  - textbox "Email" [ref=e17]', "  - text: Email")
-    assert _accepts(lark, textbox, roles)
-    for wrong in ('  - input "Email" [ref=e17]', "  - 'input \"<< a\" [ref=e17]'"):
-        assert not _accepts(lark, snapshot("- main [ref=e12]:", wrong), roles), wrong
-        assert _accepts(lark, snapshot("- main [ref=e12]:", wrong)), wrong  # no roles: any
-    assert _accepts(lark, snapshot("- main [ref=e12]:", "  - 'link \"<< a\" [ref=e4]'"), roles)
-    assert {"textbox", "text", "iframe", "link"} <= set(roles) and "input" not in roles
-    with pytest.raises(ValidationError, match="lower-case words"):
-        TextGrammar(lark=lark, node_roles=("Textbox",))
+    assert broken != snapshots[0] and not _accepts(SNAPSHOT_GRAMMAR.lark, broken)
 
 
 def test_a_node_takes_at_most_the_nine_attributes_playwright_writes():
@@ -101,9 +78,9 @@ def test_a_node_takes_at_most_the_nine_attributes_playwright_writes():
     assert not _accepts(lark, f"```yaml\n{line} [default]\n```")
 
 
-def _random_document(lark: str, rng: random.Random, node_roles: tuple[str, ...] = ()) -> str:
+def _random_document(lark: str, rng: random.Random) -> str:
     """A random text the grammar takes, byte by byte (YAML's troublesome characters often)."""
-    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark, node_roles), log_level=0)
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark), log_level=0)
     bits = np.zeros((BYTES.vocab_size + 31) // 32, dtype=np.int32)
     tricky = list(b" :#\"'-\\[]\n")  # the byte tokenizer's ids are the bytes
     closing = list(b"\n`")
@@ -128,9 +105,6 @@ def test_every_text_the_yaml_block_grammar_takes_parses_as_a_yaml_list():
     for _ in range(60):
         text = _random_document(lark, rng)
         assert isinstance(_tree(text), list), text
-    for _ in range(20):  # with the web world's roles
-        text = _random_document(lark, rng, SNAPSHOT_GRAMMAR.node_roles)
-        assert isinstance(_tree(text), list), text
 
 
 def test_every_bundled_demonstration_keeps_to_its_tool_s_answer_grammar():
@@ -143,8 +117,7 @@ def test_every_bundled_demonstration_keeps_to_its_tool_s_answer_grammar():
         grammars = {t.name: t.simulation.answer_grammar for t in domain.tools if t.simulation}
         for demo in domain.demonstrations:
             if (grammar := grammars.get(demo.tool)) is not None:
-                text = demo.observation
-                assert _accepts(grammar.lark, text, grammar.node_roles), f"{name}: {demo.tool}"
+                assert _accepts(grammar.lark, demo.observation), f"{name}: {demo.tool}"
                 checked.add(f"{name}.{demo.tool}")
     assert {"search.brave_web_search", "web.browser_snapshot"} <= checked
 

@@ -14,10 +14,7 @@ the definition of each one used:
   ``- /prop: value``, ``- 'quoted key'``; a key ending in ``:`` opens children indented two
   spaces more), nested to at most ``YAML_MAX_DEPTH`` levels. Every text it accepts parses as
   a YAML list (tests/test_text_grammars.py checks random documents), and each line ends with
-  a newline, so a document can be closed after any line. A node's role is any lower-case
-  word, or one of the grammar's ``node_roles`` where it names them (the words its real
-  server writes: a model that has not seen a page may write HTML's ``input`` for ARIA's
-  ``textbox``).
+  a newline, so a document can be closed after any line.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 YAML_MAX_DEPTH = 12
 # Characters (about) in one name or value: every scalar is bounded, so a model looping inside
@@ -46,8 +43,8 @@ _NAME = rf'"(?:[^:#"\\{_NON_PRINTABLE}]|\\[^{_NON_PRINTABLE}]|:[^ :#{_NON_PRINTA
 # has at most two on one), so a model looping on attributes ("[default] [default] ...") must
 # end the line.
 MAX_ATTRIBUTES = 9
-_ATTRIBUTES = rf"(?: \[[a-z]+(?:=[A-Za-z0-9_.,\-]+)?\]){{0,{MAX_ATTRIBUTES}}}"
-_QUOTED_CHARACTER = rf"(?:[^'{_NON_PRINTABLE}]|'')"
+_NODE = rf"[a-z]+(?: {_NAME})?(?: \[[a-z]+(?:=[A-Za-z0-9_.,\-]+)?\]){{0,{MAX_ATTRIBUTES}}}"
+_SINGLE_QUOTED = rf"'(?:[^'{_NON_PRINTABLE}]|''){_AT_MOST}'"
 _DOUBLE_QUOTED = rf'"(?:[^"\\{_NON_PRINTABLE}]|\\["\\\/bfnrt ]|\\u[0-9a-fA-F]{{4}}){_AT_MOST}"'
 # A plain scalar value: no indicator first, no ": " or " #" inside, no ":" at the end.
 _PLAIN = (
@@ -55,25 +52,18 @@ _PLAIN = (
     rf"(?:[^:# {_NON_PRINTABLE}]#*| +[^:# {_NON_PRINTABLE}]#*|:[^ :#{_NON_PRINTABLE}]#*)" + _AT_MOST
 )
 _VALUE = rf"(?:{_DOUBLE_QUOTED}|{_PLAIN})"
-ROLE = "[a-z]+"
+_LEAF = rf"{_NODE}(?:: {_VALUE})?|\/[a-z]+: {_VALUE}|{_SINGLE_QUOTED}(?:: {_VALUE})?"
+_KEY = rf"{_NODE}|{_SINGLE_QUOTED}"
 
 
-def yaml_block_sequence(max_depth: int = YAML_MAX_DEPTH, roles: tuple[str, ...] = ()) -> str:
+def yaml_block_sequence(max_depth: int = YAML_MAX_DEPTH) -> str:
     """Lark rules of ``yaml_block_sequence``: one rule pair per depth, since indentation is
-    not context free; a key at the deepest level has no children (YAML reads it as null).
-    ``roles``: the words a node may start with (also inside a single-quoted key); none: any
-    lower-case word."""
-    role = f"(?:{'|'.join(roles)})" if roles else ROLE
-    node = rf"{role}(?: {_NAME})?{_ATTRIBUTES}"
-    # YAML single-quotes a node line whose name holds a quote or starts with a sign.
-    quoted_node = rf"'{role}(?: {_QUOTED_CHARACTER}{_AT_MOST})?'"
-    leaf = rf"{node}(?:: {_VALUE})?|\/[a-z]+: {_VALUE}|{quoted_node}(?:: {_VALUE})?"
-    key = rf"{node}|{quoted_node}"
+    not context free; a key at the deepest level has no children (YAML reads it as null)."""
     rules = ["yaml_block_sequence: yaml_item_0+"]
     for depth in range(max_depth + 1):
         indent = "  " * depth
-        rules.append(f"YAML_LEAF_{depth}: /{indent}- (?:{leaf})\\n/")
-        rules.append(f"YAML_KEY_{depth}: /{indent}- (?:{key}):\\n/")
+        rules.append(f"YAML_LEAF_{depth}: /{indent}- (?:{_LEAF})\\n/")
+        rules.append(f"YAML_KEY_{depth}: /{indent}- (?:{_KEY}):\\n/")
         children = f" yaml_item_{depth + 1}*" if depth < max_depth else ""
         rules.append(f"yaml_item_{depth}: YAML_LEAF_{depth} | YAML_KEY_{depth}{children}")
     return "\n".join(rules)
@@ -82,25 +72,25 @@ def yaml_block_sequence(max_depth: int = YAML_MAX_DEPTH, roles: tuple[str, ...] 
 BUILDING_BLOCKS = {"yaml_block_sequence": yaml_block_sequence}
 
 
-def expand(lark: str, node_roles: tuple[str, ...] = ()) -> str:
+def expand(lark: str) -> str:
     """``lark`` with the definition of every building block it uses and does not define."""
     parts = [lark.rstrip("\n")]
     for name, definition in BUILDING_BLOCKS.items():
         used = re.search(rf"\b{name}\b", lark)
         defined = re.search(rf"^\s*{name}\s*:", lark, re.MULTILINE)
         if used and not defined:
-            parts.append(definition(roles=node_roles))
+            parts.append(definition())
     return "\n".join(parts) + "\n"
 
 
 @functools.lru_cache(maxsize=64)
-def compile_lark(lark: str, node_roles: tuple[str, ...] = ()) -> str:
+def compile_lark(lark: str) -> str:
     """The expanded grammar in llguidance's serialized form; ValueError with llguidance's
     message if it does not compile. Cached: a domain's grammar is compiled when its file is
     loaded, and every call of the tool reuses that (errors are not cached, and raise again)."""
     import llguidance
 
-    grammar = llguidance.LLMatcher.grammar_from_lark(expand(lark, node_roles))
+    grammar = llguidance.LLMatcher.grammar_from_lark(expand(lark))
     error = llguidance.LLMatcher.validate_grammar(grammar)  # "" when it compiles
     if error:
         raise ValueError(f"the grammar does not compile: {error.strip()}")
@@ -117,12 +107,6 @@ class TextGrammar(BaseModel):
         description="A Lark grammar (llguidance's dialect) of the whole answer; it may use "
         "the building blocks of aw_mcp.text_grammars (yaml_block_sequence) undefined.",
     )
-    node_roles: tuple[str, ...] = Field(
-        default=(),
-        description="The words a node of a yaml_block_sequence may start with: the roles its "
-        "real server writes (Playwright MCP: the ARIA roles of playwright-core, text and "
-        "iframe). Empty: any lower-case word.",
-    )
     closing_chars: str = Field(
         default="\n",
         min_length=1,
@@ -133,14 +117,8 @@ class TextGrammar(BaseModel):
         "closing fence's character, then closing quotes.",
     )
 
-    @field_validator("node_roles")
+    @field_validator("lark")
     @classmethod
-    def _roles_are_words(cls, roles: tuple[str, ...]) -> tuple[str, ...]:
-        if not_words := [r for r in roles if not re.fullmatch(ROLE, r)]:
-            raise ValueError(f"node_roles are lower-case words; not: {not_words}")
-        return tuple(sorted(set(roles)))  # one grammar text (and cache entry) per set
-
-    @model_validator(mode="after")
-    def _compiles(self) -> TextGrammar:
-        compile_lark(self.lark, self.node_roles)
-        return self
+    def _compiles(cls, lark: str) -> str:
+        compile_lark(lark)
+        return lark

@@ -155,7 +155,7 @@ class LlguidanceTextConstraint(_LlguidanceMatcher):
 
     def __init__(self, tokenizer: Any, grammar: TextGrammar):
         try:
-            compiled = compile_lark(grammar.lark, grammar.node_roles)
+            compiled = compile_lark(grammar.lark)
         except ValueError as exc:
             raise GrammarError(str(exc)) from exc
         super().__init__(tokenizer, compiled, TEXT_CLOSING_RESERVE, grammar.closing_chars, True)
