@@ -139,8 +139,9 @@ def snapshot_elements(text: str) -> dict[str, str] | None:
 
 def targets_shown(prediction: str, reference: str, next_action: str | None) -> bool | None:
     """Whether the elements the next action takes from the real snapshot (by their refs there)
-    are elements of the predicted one, by role and name under any ref; None where there is
-    no snapshot or the next action names none of its refs."""
+    are elements of the predicted one, by role and name under any ref (an element with no
+    name: by its role); None where there is no snapshot or the next action names none of its
+    refs."""
     real = snapshot_elements(reference)
     if not real or not next_action:
         return None
