@@ -277,6 +277,7 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
         page_state_well_formed,
         snapshot_elements,
         snapshot_refs,
+        targets_shown,
     )
     from aw_mcp.trajectories.records import load_record_dir
 
@@ -329,6 +330,12 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     # another name, and bad is still read line by line (it has the element).
     assert model["targets_shown_n"] == 6 and model["targets_shown"] == pytest.approx(4 / 6)
     assert report["domains"]["web"]["all"]["empty"]["page_state"] == 0
+    # Every line counts where a prediction writes one ref twice: link "A" is shown.
+    page = "### Page\n- Page URL: http://127.0.0.1:8432/\n### Snapshot\n```yaml\n{}\n```"
+    real_ab = page.format('- link "A" [ref=e1]\n- link "B" [ref=e2]')
+    doubled_ab = page.format('- link "A" [ref=e2]\n- link "B" [ref=e2]')
+    assert targets_shown(doubled_ab, real_ab, '{"element": "A link", "target": "e1"}')
+    assert not targets_shown(real_ab.replace('"A"', '"C"'), real_ab, '{"target": "e1"}')
 
 
 def test_values_no_simulator_can_know_are_masked_beside_the_raw_scores(tmp_path, capsys):

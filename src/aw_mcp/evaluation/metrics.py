@@ -128,13 +128,20 @@ def refs_usable(prediction: str, real: list[str] | None, next_action: str | None
     return named <= set(snapshot_refs(prediction) or [])
 
 
-def snapshot_elements(text: str) -> dict[str, str] | None:
-    """Each element ref of a page snapshot in ``text`` -> its role and name (``link "Home"``);
-    None without a snapshot."""
+def snapshot_element_lines(text: str) -> list[tuple[str, str]] | None:
+    """(ref, role and name) of each element line of a page snapshot in ``text``, in order
+    (``("e52", 'link "Home"')``); None without a snapshot."""
     match = _PAGE_SNAPSHOT.search(text)
     if match is None:
         return None
-    return {m.group("ref"): m.group("element") for m in _ELEMENT.finditer(match.group(1))}
+    return [(m.group("ref"), m.group("element")) for m in _ELEMENT.finditer(match.group(1))]
+
+
+def snapshot_elements(text: str) -> dict[str, str] | None:
+    """Each element ref of a page snapshot in ``text`` -> its role and name; None without a
+    snapshot (a ref written twice keeps its last element)."""
+    lines = snapshot_element_lines(text)
+    return None if lines is None else dict(lines)
 
 
 def targets_shown(prediction: str, reference: str, next_action: str | None) -> bool | None:
@@ -148,7 +155,7 @@ def targets_shown(prediction: str, reference: str, next_action: str | None) -> b
     named = set(_WORD.findall(next_action)) & set(real)
     if not named:
         return None
-    shown = set((snapshot_elements(prediction) or {}).values())
+    shown = {element for _, element in snapshot_element_lines(prediction) or []}
     return all(real[ref] in shown for ref in named)
 
 
