@@ -334,8 +334,9 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     page = "### Page\n- Page URL: http://127.0.0.1:8432/\n### Snapshot\n```yaml\n{}\n```"
     real_ab = page.format('- link "A" [ref=e1]\n- link "B" [ref=e2]')
     doubled_ab = page.format('- link "A" [ref=e2]\n- link "B" [ref=e2]')
-    assert targets_shown(doubled_ab, real_ab, '{"element": "A link", "target": "e1"}')
-    assert not targets_shown(real_ab.replace('"A"', '"C"'), real_ab, '{"target": "e1"}')
+    real_elements = snapshot_elements(real_ab)
+    assert targets_shown(doubled_ab, real_elements, '{"element": "A link", "target": "e1"}')
+    assert not targets_shown(real_ab.replace('"A"', '"C"'), real_elements, '{"target": "e1"}')
 
 
 def test_values_no_simulator_can_know_are_masked_beside_the_raw_scores(tmp_path, capsys):

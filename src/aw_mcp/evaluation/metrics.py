@@ -30,6 +30,7 @@ import difflib
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,12 +121,14 @@ def refs_usable(prediction: str, real: list[str] | None, next_action: str | None
     """Whether the refs the next action takes from the real snapshot (its refs: ``real``)
     exist in the predicted one; None where there is no snapshot or the next action names none
     of its refs."""
-    if not real or not next_action:
-        return None
-    named = set(_WORD.findall(next_action)) & set(real)
-    if not named:
+    if not (named := _refs_named(next_action, real)):
         return None
     return named <= set(snapshot_refs(prediction) or [])
+
+
+def _refs_named(next_action: str | None, refs: Iterable[str] | None) -> set[str]:
+    """The refs of ``refs`` (a real snapshot's) that the next action's text names."""
+    return set(_WORD.findall(next_action or "")) & set(refs or ())
 
 
 def snapshot_element_lines(text: str) -> list[tuple[str, str]] | None:
@@ -144,16 +147,13 @@ def snapshot_elements(text: str) -> dict[str, str] | None:
     return None if lines is None else dict(lines)
 
 
-def targets_shown(prediction: str, reference: str, next_action: str | None) -> bool | None:
-    """Whether the elements the next action takes from the real snapshot (by their refs there)
-    are elements of the predicted one, by role and name under any ref (an element with no
-    name: by its role); None where there is no snapshot or the next action names none of its
-    refs."""
-    real = snapshot_elements(reference)
-    if not real or not next_action:
-        return None
-    named = set(_WORD.findall(next_action)) & set(real)
-    if not named:
+def targets_shown(
+    prediction: str, real: dict[str, str] | None, next_action: str | None
+) -> bool | None:
+    """Whether the elements the next action takes from the real snapshot (its elements:
+    ``real``, by ref) are elements of the predicted one, by role and name under any ref (an
+    element with no name: by its role); None where ``refs_usable`` is None."""
+    if not real or not (named := _refs_named(next_action, real)):
         return None
     shown = {element for _, element in snapshot_element_lines(prediction) or []}
     return all(real[ref] in shown for ref in named)
@@ -200,7 +200,7 @@ def measure(prediction: str, reference: str, next_action: str | None = None) -> 
         json_shape=json_shape,
         page_state=page_state_well_formed(prediction) if real_refs is not None else None,
         refs_usable=refs_usable(prediction, real_refs, next_action),
-        targets_shown=targets_shown(prediction, reference, next_action),
+        targets_shown=targets_shown(prediction, snapshot_elements(reference), next_action),
     )
 
 
