@@ -5,7 +5,7 @@ through llama-cpp-python, which a GPU machine may lack):
 
     # where aw-mcp is installed: render record dirs into training sequences, as `aw-mcp
     # train` does, and write them to one JSON file
-    python benchmarks/gpu_training.py prepare trajectories/terminal/varied --out seqs.json \\
+    python benchmarks/gpu_training.py prepare data/terminal/varied --out seqs.json \\
         [--model smollm2-135m] [--max-tokens 2048]
     # on each device: train on those sequences, print the step times and losses, and write
     # the adapter (the same export `aw-mcp train` writes)

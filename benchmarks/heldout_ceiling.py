@@ -1,7 +1,7 @@
 """How much of the held-out split a model can get exactly right without knowing the held-out
 commands, and whether the base models know them at all.
 
-    python benchmarks/heldout_ceiling.py [--records trajectories/terminal/heldout]
+    python benchmarks/heldout_ceiling.py [--records data/terminal/heldout]
         [--probe] [--model FILE.gguf ...] [--threads 2]
 
 The held-out split's command families (``HELDOUT_FAMILIES``: tr, cut, find) never occur in
@@ -166,7 +166,7 @@ def probe(model: Path, calls: list[Call], threads: int) -> tuple[int, int, list[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=Path, default=REPO / "trajectories/terminal/heldout")
+    parser.add_argument("--records", type=Path, default=REPO / "data/terminal/heldout")
     parser.add_argument(
         "--predictions", type=Path, help="predictions.jsonl of eval closed-loop on these records"
     )

@@ -7,9 +7,9 @@ the default rule alone, then with the default rule plus a world's rule (``genera
 in its domain file); the best repeat of each counts, since other work only slows a run:
 
 - search: its phrase rule and unique result URLs, on the real fetch server's pages
-  (``trajectories/mcp/fetch``: what the search world's fetch tool copies)
+  (``data/mcp/fetch``: what the search world's fetch tool copies)
 - web: its digit-masked rule and unique refs, on real Playwright MCP snapshots
-  (``trajectories/web``)
+  (``data/web``)
 
     python benchmarks/loop_rules.py [--answers 20] [--repeats 2] [--model NAME|PATH.gguf]
 
@@ -49,10 +49,10 @@ from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
 
 
 def real_answers(folder: str, tool: str, count: int) -> list[str]:
-    """The longest ``count`` real answers of ``tool`` under ``trajectories/<folder>``."""
+    """The longest ``count`` real answers of ``tool`` under ``data/<folder>``."""
     answers = [
         record.observation
-        for episode in load_record_dir(REPO / "trajectories" / folder)
+        for episode in load_record_dir(REPO / "data" / folder)
         for record in episode.records
         if record.tool == tool
     ]

@@ -64,7 +64,7 @@ def test_every_mirrored_server_gets_the_mirrors_adapter_and_the_bundled_mcp_worl
     from, with the profile it was trained with. The bundled ``mcp`` world is not a mirror
     (the adapter lost it), and a mirror beside terminal matches no adapter."""
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)
-    capture = REPO_ROOT / "trajectories/mcp/sqlite/heldout/tools/sqlite.json"
+    capture = REPO_ROOT / "data/mcp/sqlite/heldout/tools/sqlite.json"
     adapters, profile = _resolve(tools_from=[capture])
     assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b-mirrors.gguf")]
     assert profile == "default"

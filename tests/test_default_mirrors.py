@@ -1,6 +1,6 @@
 """What plain `aw-mcp serve --tools-from CAPTURE` gives: the default world model with the
 bundled mirrors' adapter. A held-out episode of the real memory server (recorded in
-trajectories/, never trained on) is replayed through the default and through the plain model
+data/, never trained on) is replayed through the default and through the plain model
 (`--no-lora`); the truth is the recorded observations, not written here.
 
 The plain model answers memory's `read_graph` after a build-up with an empty graph (measured
@@ -23,7 +23,7 @@ from tests.helpers import default_server, text_of
 
 pytestmark = pytest.mark.anyio
 
-MEMORY = REPO_ROOT / "trajectories/mcp/memory/heldout"
+MEMORY = REPO_ROOT / "data/mcp/memory/heldout"
 
 
 async def _replayed(records: list[CallRecord], *args: str) -> list[str]:

@@ -3,7 +3,7 @@
 one is, and a click on a ref of its own snapshot leads where the real link leads.
 
 The truth is not written here: it is the real Playwright MCP server's answers on the real
-Bookshop, recorded in trajectories/web/train (its home page snapshot) and web/banner (the page
+Bookshop, recorded in data/web/train (its home page snapshot) and web/banner (the page
 its Books link opens). The model runs on the CPU, one thread.
 """
 
@@ -21,7 +21,7 @@ from aw_mcp.trajectories.records import load_record_dir
 from tests.helpers import default_server, text_of
 
 HOME = "http://127.0.0.1:8431/"
-RECORDS = Path(__file__).resolve().parent.parent / "trajectories" / "web" / "train"
+RECORDS = Path(__file__).resolve().parent.parent / "data" / "web" / "train"
 BANNER_RECORDS = RECORDS.parent / "banner"
 _URL = re.compile(r"^- Page URL: (\S+)", re.M)
 _TITLE = re.compile(r"^- Page Title: (.+)$", re.M)

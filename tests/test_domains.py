@@ -141,7 +141,7 @@ def test_no_generation_budget_cuts_a_real_observation_of_its_tool():
     from aw_mcp.trajectories.records import load_record_dir
 
     fmt = ServingFormat.from_gguf(resolve_model(DEFAULT_MODEL))
-    root = Path(__file__).resolve().parent.parent / "trajectories"
+    root = Path(__file__).resolve().parent.parent / "data"
     folders = [p.parent for p in root.rglob("*.jsonl")]
     longest: dict[tuple[str, str], int] = {}
     for folder in sorted(set(folders)):

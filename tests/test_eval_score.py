@@ -281,7 +281,7 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
     )
     from aw_mcp.trajectories.records import load_record_dir
 
-    web = Path(__file__).resolve().parent.parent / "trajectories" / "web"
+    web = Path(__file__).resolve().parent.parent / "data" / "web"
     real = [
         r.observation
         for folder in (web / "train", web / "heldout")

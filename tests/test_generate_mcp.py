@@ -66,7 +66,7 @@ def test_swe_seed_repository_has_the_same_hashes_every_time():
     assert facts == swe_world_facts(VERSIONS)["facts"]
     assert facts["git_log"].startswith(f"{len(SWE_COMMITS)} commits on main")
     assert "Add invoice_total with tax (2026-11-28)" in facts["git_log"]
-    # the first two commits are those of the earlier recordings (trajectories/swe*)
+    # the first two commits are those of the earlier recordings (data/swe*)
     assert "54245bc Add line totals (2026-11-27); 9781172 Initial commit" in facts["git_log"]
     assert facts["toolchain"].startswith(
         "Python 3.11.2 (/usr/bin/python3), pytest 7.2.1, git 2.39.5"

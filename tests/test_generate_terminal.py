@@ -332,7 +332,7 @@ def test_disk_full_condition_text_states_the_sandbox_disk_that_the_recordings_sh
     assert fault.real.disk_bytes is not None
     size = f"{fault.real.disk_bytes / 2**20:.1f}M"  # as df -h prints a size in MiB
     assert f"tmpfs, {size}" in fault.condition
-    records = Path(__file__).resolve().parents[1] / "trajectories/terminal/world-faults/train"
+    records = Path(__file__).resolve().parents[1] / "data/terminal/world-faults/train"
     df_lines = [
         line
         for episode in load_record_dir(records)

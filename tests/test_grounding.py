@@ -58,7 +58,7 @@ def test_a_tool_only_ever_called_without_arguments_is_grounded_on_its_calls():
     """The everything server's get-env has no arguments, nor has the call before it: nothing to
     rank by (bm25s refused to index it, and ``serve --grounding`` stopped), so its recorded
     calls are shown as they come."""
-    everything = GroundingIndex.from_record_dir(REPO_ROOT / "trajectories/mcp/everything/train")
+    everything = GroundingIndex.from_record_dir(REPO_ROOT / "data/mcp/everything/train")
     found = everything.retrieve("get-env", {}, [])
     assert len(found) >= 1
     assert all(t.tool == "get-env" and '"PATH"' in t.observation for t in found)

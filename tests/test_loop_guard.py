@@ -107,7 +107,7 @@ def test_records_never_trip_the_guard():
     here every 7th record file, each answer at every 16th length as it grows while decoded."""
     guard = LoopGuard(detokenize)
     tripped = []
-    for path in sorted((REPO_ROOT / "trajectories").rglob("*.jsonl"))[::7]:
+    for path in sorted((REPO_ROOT / "data").rglob("*.jsonl"))[::7]:
         for line in path.read_text().splitlines():
             text = json.loads(line)["observation"]
             # Any prefix of a real answer is a state the guard sees while decoding it.
@@ -135,7 +135,7 @@ def _banned_in(rule: LoopGuardSettings, text: str) -> int | None:
 def _observations(folder: str) -> list[str]:
     return [
         record.observation
-        for episode in load_record_dir(REPO_ROOT / "trajectories" / folder)
+        for episode in load_record_dir(REPO_ROOT / "data" / folder)
         for record in episode.records
     ]
 

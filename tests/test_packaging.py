@@ -71,7 +71,7 @@ def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
     # The viewer's templates are package data: the installed copy renders a report.
     records = tmp_path / "records"
     records.mkdir()
-    heldout = REPO_ROOT / "trajectories" / "terminal" / "heldout"
+    heldout = REPO_ROOT / "data" / "terminal" / "heldout"
     first = sorted(heldout.glob("*.jsonl"))[0]
     (records / first.name).write_bytes(first.read_bytes())
     subprocess.run(

@@ -118,7 +118,7 @@ def test_source_yaml_names_the_templates_the_episodes_were_restricted_to(tmp_pat
 
 RECORDED_FOLDERS = sorted(
     path.parent
-    for path in (REPO_ROOT / "trajectories").rglob("source.yaml")
+    for path in (REPO_ROOT / "data").rglob("source.yaml")
     if yaml.safe_load(path.read_text())["source"] in MCP_SOURCES
 )
 

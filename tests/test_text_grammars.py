@@ -38,7 +38,7 @@ BYTES = llguidance.LLTokenizer("byte")
 
 def _web_observations(tool: str | None = None) -> list[str]:
     found = []
-    for path in sorted((ROOT / "trajectories" / "web").rglob("*.jsonl")):
+    for path in sorted((ROOT / "data" / "web").rglob("*.jsonl")):
         for line in path.read_text().splitlines():
             record = json.loads(line)
             if tool is None or record["tool"] == tool:

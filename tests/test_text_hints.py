@@ -21,7 +21,7 @@ from tests.fake_engine import FakeEngine
 from tests.tool_calls import simulated_server
 
 REPO = Path(__file__).resolve().parent.parent
-MCP_RECORDS = REPO / "trajectories" / "mcp"
+MCP_RECORDS = REPO / "data" / "mcp"
 
 ENTITIES_SCHEMA = {
     "type": "object",
@@ -117,7 +117,7 @@ def test_every_committed_structured_record_round_trips_through_its_capture(folde
     """The committed captures carry the hints their records imply: for every recorded
     structured answer, the text the served tool would send is the recorded text, and the
     structured answer it would build from that text is the recorded one."""
-    folder = REPO / "trajectories" / folder
+    folder = REPO / "data" / folder
     (capture,) = (folder / CAPTURES_FOLDER).glob("*.json")
     domain = mirror_domain(capture)
     checked = 0

@@ -247,15 +247,15 @@ def test_records_of_a_mirrored_server_train_under_the_mirror_adapter_domain():
     bundled ``mcp`` world (the everything server) is a domain of its own."""
     from aw_mcp.training import training_domains
 
-    memory = REPO_ROOT / "trajectories/mcp/memory/train"
-    terminal = REPO_ROOT / "trajectories/terminal/varied/heldout"
+    memory = REPO_ROOT / "data/mcp/memory/train"
+    terminal = REPO_ROOT / "data/terminal/varied/heldout"
     by_dir = {d: load_record_dir(d) for d in (memory, terminal)}
     domains = {d.name: d for d in training_domains(None, by_dir)}
     assert sorted(domains) == ["memory", "terminal"]
     assert "create_entities" in {t.name for t in domains["memory"].tools}
     assert domains["memory"].adapter_domain == "mcp-mirror"
     assert domains["terminal"].adapter_domain == "terminal"
-    everything = REPO_ROOT / "trajectories/mcp/everything/train"
+    everything = REPO_ROOT / "data/mcp/everything/train"
     bundled_mcp = training_domains(None, {everything: load_record_dir(everything)})
     assert [d.adapter_domain for d in bundled_mcp] == ["mcp"]
     with pytest.raises(ValueError, match=r"tools/memory\.json"):
@@ -270,8 +270,8 @@ def test_a_domain_whose_episodes_all_exceed_max_tokens_is_not_in_the_adapters_do
     from aw_mcp.training import trained_domains, training_domains
 
     dirs = [
-        REPO_ROOT / "trajectories/web/heldout",
-        REPO_ROOT / "trajectories/terminal/varied/heldout",
+        REPO_ROOT / "data/web/heldout",
+        REPO_ROOT / "data/terminal/varied/heldout",
     ]
     by_dir = {d: load_record_dir(d)[:3] for d in dirs}
     episodes = [e for found in by_dir.values() for e in found]

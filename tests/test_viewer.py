@@ -139,7 +139,7 @@ def test_fault_marks_and_charts_are_svg(tmp_path: Path) -> None:
 
 def test_real_trajectories_render(tmp_path: Path) -> None:
     out = tmp_path / "heldout.html"
-    heldout = REPO_ROOT / "trajectories" / "terminal" / "heldout"
+    heldout = REPO_ROOT / "data" / "terminal" / "heldout"
     assert main(["view", str(heldout), "--out", str(out)]) == 0
     html = out.read_text()
     assert html.count('class="episode"') == len(load_record_dir(heldout))

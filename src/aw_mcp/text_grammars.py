@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 YAML_MAX_DEPTH = 12
 # Characters (about) in one name or value: every scalar is bounded, so a model looping inside
-# a quoted string must close it (real snapshot lines in trajectories/web: at most 632, but for
+# a quoted string must close it (real snapshot lines in data/web: at most 632, but for
 # web/docbook's, up to about 790; two PAM pages whose one-line program listings run to 1,243
 # are left out of it, web.PAM_WIDE).
 MAX_SCALAR = 800
@@ -39,7 +39,7 @@ _NON_PRINTABLE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff"
 # comment after a space); backslashes are literal in a plain scalar.
 _NAME = rf'"(?:[^:#"\\{_NON_PRINTABLE}]|\\[^{_NON_PRINTABLE}]|:[^ :#{_NON_PRINTABLE}]){_AT_MOST}"'
 # Playwright's aria snapshot writes each of its nine attribute kinds at most once on a node
-# (checked, disabled, expanded, active, level, pressed, selected, ref, cursor; trajectories/web
+# (checked, disabled, expanded, active, level, pressed, selected, ref, cursor; data/web
 # has at most two on one), so a model looping on attributes ("[default] [default] ...") must
 # end the line.
 MAX_ATTRIBUTES = 9

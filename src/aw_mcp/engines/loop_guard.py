@@ -4,7 +4,7 @@ A small world model decoding greedily can fall into a loop: the same line or the
 characters again and again (``README.md`` forty times for a ``find``, ``1234567890...`` for a
 ``git log``) until ``max_tokens``, so the answer never reaches its end (the exit-code line of a
 terminal answer) and costs its whole token budget. Real observations almost never repeat like
-that: over the 29,736 real observations in ``trajectories/`` (every domain) the longest text
+that: over the 29,736 real observations in ``data/`` (every domain) the longest text
 made of one block repeated at least three times is 67 characters (a line of ``=``).
 
 ``LoopGuard`` watches the output's tail: when the chosen token would extend such a run to
@@ -33,7 +33,7 @@ space from the database, but it is also used to reclaim space ...``), or a block
 any period the exact rule looks for (a whole search result, a whole page section). No stretch
 of ``phrase_chars`` characters (whitespace left out) may be written more than
 ``max_phrase_copies`` times in one answer: the token that would write one more copy is
-banned. The real fetch server's pages (``trajectories/mcp/fetch``) never hold a stretch of 80
+banned. The real fetch server's pages (``data/mcp/fetch``) never hold a stretch of 80
 such characters three times.
 """
 

@@ -634,7 +634,7 @@ TEMPLATES = [
     Template("sign_in", _sign_in, heldout=True),
     Template("valgrind", _valgrind, heldout=True),
 ]
-# Training templates added after trajectories/web/train was recorded, drawn only when named
+# Training templates added after data/web/train was recorded, drawn only when named
 # (`generate web --templates banner`, `--templates docbook_pages,docbook_contents`): not in
 # the pool a plain `generate web` draws from, so its draws for a seed stay as they were and
 # `generate web --seed 1 --episodes 170` draws web/train's episodes again.
