@@ -51,6 +51,7 @@ from aw_mcp.domain.loader import load_domain  # noqa: E402
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions  # noqa: E402
 from aw_mcp.evaluation.metrics import page_state_well_formed  # noqa: E402
+from aw_mcp.testing import SMALL_MODEL  # noqa: E402
 
 _TREE = re.compile(r"```yaml\n(.*?)\n```", re.DOTALL)
 
@@ -87,7 +88,7 @@ async def main() -> None:
         "loop rule": (None, rule),
         "grammar + rule": (grammar, rule),
     }
-    engine = LlamaCppEngine(LlamaCppOptions(n_ctx=2048, n_threads=args.threads))
+    engine = LlamaCppEngine(LlamaCppOptions(model=SMALL_MODEL, n_ctx=2048, threads=args.threads))
     await engine.start()
     print(f"llama.cpp, {args.threads} threads, max_tokens {args.max_tokens}, ", end="")
     print(f"best of {args.repeats}")

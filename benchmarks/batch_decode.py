@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src")]
 
 from aw_mcp.engines.batching import BatchEntry  # noqa: E402
-from aw_mcp.engines.llama_cpp import LlamaSequences, embedded_model_path  # noqa: E402
-from aw_mcp.engines.requantize import requantized  # noqa: E402
+from aw_mcp.engines.llama_cpp import LlamaSequences  # noqa: E402
+from aw_mcp.models.requantize import requantized  # noqa: E402
+from aw_mcp.testing import small_model_path  # noqa: E402
 
 SEQUENCES = 16
 OWN_TOKENS = 200
@@ -79,8 +80,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         models = {
-            "Q4_1 (embedded)": embedded_model_path(),
-            "q8_0 (--requantize)": requantized(embedded_model_path(), "q8_0", Path(folder)),
+            "Q4_1 (embedded)": small_model_path(),
+            "q8_0 (--requantize)": requantized(small_model_path(), "q8_0", Path(folder)),
         }
         table = {
             name: measure(path, args.threads, args.context, args.steps)

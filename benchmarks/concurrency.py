@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import anyio
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import Engine
 from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 from aw_mcp.engines.pool import EnginePool
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import SMALL_MODEL
 
 
 @dataclass
@@ -50,9 +51,10 @@ def make_engine(config: Config, n_ctx: int) -> Engine:
     def one() -> LlamaCppEngine:
         return LlamaCppEngine(
             LlamaCppOptions(
+                model=SMALL_MODEL,
                 n_ctx=n_ctx,
-                n_threads=config.threads,
-                snapshot_budget_bytes=config.snapshot_mb << 20,
+                threads=config.threads,
+                kv_snapshot_mb=config.snapshot_mb,
             )
         )
 
@@ -122,7 +124,7 @@ def main() -> None:
     chosen = [c for i, c in enumerate(CONFIGS) if args.only is None or i in args.only]
     print(
         f"{args.episodes} episodes x {args.steps} steps, terminal domain, "
-        f"max_tokens {args.max_tokens}, embedded SmolLM2 on CPU"
+        f"max_tokens {args.max_tokens}, SmolLM2 on CPU"
     )
     header = (
         f"{'configuration':40} {'wall s':>7} {'gen tok/s':>9} {'evaluated':>9} "

@@ -16,13 +16,14 @@ import argparse
 import time
 
 import anyio
-from tests.fake_engine import FakeEngine
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.episode.store import EpisodeStore
-from aw_mcp.faults import ScenarioFaultLayer, load_scenario
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.faults.scenario import load_scenario
+from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 
 
 async def run(episodes: int, steps: int, limit: int) -> dict[str, float]:

@@ -9,7 +9,7 @@ Run on a machine with an NVIDIA GPU (CI has none and does not run this):
 
 For each engine it measures, on the same prompt: prefill tokens/s (a cold prompt), decode
 tokens/s (a continuation whose prompt is already cached), and the KV reuse of a second turn.
-Without a GPU it says so and exits 0. Default model: the embedded SmolLM2 GGUF (tiny; the
+Without a GPU it says so and exits 0. Default model: the small SmolLM2 GGUF (tiny; the
 GPU numbers mean more with a real model, e.g. --hf-model Qwen/Qwen3-4B or --gguf a 7B Q4).
 """
 
@@ -24,7 +24,9 @@ from types import ModuleType
 
 import anyio
 
-from aw_mcp.engines.base import ChatMessage, Engine, EngineError, GenerationRequest
+from aw_mcp.engines.base import ChatMessage, Engine, GenerationRequest
+from aw_mcp.errors import EngineError
+from aw_mcp.testing import small_model_path
 
 COUNTING = "Count from 1 to 2000, separated by spaces, with nothing else."
 COUNT_SCHEMA = {
@@ -79,13 +81,19 @@ async def measure(engine: Engine, label: str, decode_tokens: int) -> None:
 def llama_engine(gguf: Path | None, gpu_layers: int) -> Engine:
     from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
-    return LlamaCppEngine(LlamaCppOptions(model_path=gguf, n_ctx=4096, n_gpu_layers=gpu_layers))
+    return LlamaCppEngine(
+        LlamaCppOptions(model=str(gguf or small_model_path()), n_ctx=4096, n_gpu_layers=gpu_layers)
+    )
 
 
 def transformers_engine(model: str | None, gguf: Path | None, device: str) -> Engine:
     from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
 
-    return TransformersEngine(TransformersOptions(model=model or gguf, device=device, n_ctx=4096))
+    return TransformersEngine(
+        TransformersOptions(
+            model=str(model or gguf or small_model_path()), device=device, n_ctx=4096
+        )
+    )
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -135,7 +143,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gguf", type=Path, help="GGUF file (default: the embedded SmolLM2)")
+    parser.add_argument("--gguf", type=Path, help="GGUF file (default: the small SmolLM2)")
     parser.add_argument("--hf-model", help="HF model id or folder for the transformers engine")
     parser.add_argument("--decode-tokens", type=int, default=256)
     parser.add_argument("--cpu-baseline", action="store_true", help="also time both on the CPU")

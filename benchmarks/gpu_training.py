@@ -36,16 +36,16 @@ from aw_mcp.training.trainer import Trainer, TrainSettings, batches_by_length
 
 def prepare(args: argparse.Namespace) -> int:
     """Render ``args.records`` as `aw-mcp train` does and write the sequences to JSON."""
-    from aw_mcp.training import TrainJob, build_training_set
     from aw_mcp.training.examples import shared_prefix_length, split_validation
     from aw_mcp.training.gguf_adapter import base_architecture
+    from aw_mcp.training.job import TrainJob, build_training_set
 
     job = TrainJob(
         record_dirs=args.records,
-        out_dir=args.out.parent,
-        simulators=args.simulator,
+        out=args.out.parent,
+        simulator=args.simulator,
         profile=args.profile,
-        base_model=args.model,
+        model=args.model,
         max_tokens=args.max_tokens,
         val_fraction=args.val_fraction,
     )

@@ -48,7 +48,7 @@ from aw_mcp.evaluation.metrics import (  # noqa: E402
     exit_code,
     stage_program,
 )
-from aw_mcp.trajectories.terminal_scripts import HELDOUT_FAMILIES  # noqa: E402
+from aw_mcp.generation.terminal_scripts import HELDOUT_FAMILIES  # noqa: E402
 
 EXIT_LINE = "[exit code: "
 HEX_ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
@@ -198,10 +198,10 @@ def main() -> None:
     print(f"ceiling on exact (every reachable call right): {reachable / total:.1%}")
 
     if args.probe:
-        from aw_mcp.engines.llama_cpp import embedded_model_path
+        from aw_mcp.testing import small_model_path
 
         asked = [call for call in calls if call.kind == "unseen command"]
-        for model in [embedded_model_path(), *args.model]:
+        for model in [small_model_path(), *args.model]:
             right, n, examples = probe(model, asked, args.threads)
             print(f"\n{model.name}: {right}/{n} exact on 'unseen command' calls")
             print("\n".join(examples))

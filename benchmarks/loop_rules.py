@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "src"))
 from aw_mcp.domain.loader import load_domain  # noqa: E402
 from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings  # noqa: E402
 from aw_mcp.models.fetch import resolve_model  # noqa: E402
-from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
+from aw_mcp.records.reader import load_record_dir  # noqa: E402
 
 
 def real_answers(folder: str, tool: str, count: int) -> list[str]:

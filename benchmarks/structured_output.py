@@ -5,19 +5,18 @@ generates the same prompts greedily through ``LocalEngine.generate`` with each m
 interleaved so load changes hit all alike:
 
 - none:                 no constraint (the speed ceiling; output is usually not JSON)
-- gbnf/full:            llama.cpp's grammar sampler masking the whole vocabulary every step
-- gbnf/first:           the same, grammar-first (the unconstrained choice is checked alone;
-                        the vocabulary is masked only when it is rejected)
 - llguidance/full:      llguidance's token mask every step
-- llguidance/first:     llguidance, grammar-first (the default)
+- llguidance/first:     llguidance, grammar-first (the default: the unconstrained choice is
+                        checked alone; the vocabulary is masked only when it is rejected)
 
 For each mode: decode tokens/s (best of --repeats: other work only ever slows a run down),
 how many outputs validate against the tool's real outputSchema, and whether the grammar
-modes wrote identical text. ``--engine transformers`` runs the llguidance modes on the
-transformers engine (GBNF needs a llama.cpp vocabulary).
+modes wrote identical text. ``--engine transformers`` runs them on the transformers engine.
 
 Measured 2026-11-30 on the 2-core build machine while other jobs ran (so absolute speeds are
-low; compare within a run), SmolLM2-135M, 1 thread, 6 tools, greedy:
+low; compare within a run), SmolLM2-135M, 1 thread, 6 tools, greedy (with llama.cpp's GBNF
+sampler as a second constraint, since removed: llguidance is a core dependency, so nothing
+could reach it):
 
     llama.cpp, max_tokens 96, best of 2      tok/s   valid
       none                                   28.0    0/6
@@ -64,6 +63,7 @@ sys.path.insert(0, str(REPO / "src"))
 from decode_modes import best_of_rounds  # noqa: E402  (benchmarks/, the script's folder)
 
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
+from aw_mcp.testing import SMALL_MODEL  # noqa: E402
 
 CAPTURES = REPO / "tests" / "data" / "tool-surfaces"
 TOOLS = [
@@ -86,8 +86,6 @@ TOOLS = [
 # (name, constraint, grammar_first); None: no schema in the request
 MODES = {
     "none": (None, True),
-    "gbnf/full": ("gbnf", False),
-    "gbnf/first": ("gbnf", True),
     "llguidance/full": ("llguidance", False),
     "llguidance/first": ("llguidance", True),
 }
@@ -106,10 +104,12 @@ def make_engine(kind: str, threads: int):
     if kind == "transformers":
         from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
 
-        return TransformersEngine(TransformersOptions(n_ctx=2048, n_threads=threads))
+        return TransformersEngine(
+            TransformersOptions(model=SMALL_MODEL, n_ctx=2048, threads=threads)
+        )
     from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 
-    return LlamaCppEngine(LlamaCppOptions(n_ctx=2048, n_threads=threads))
+    return LlamaCppEngine(LlamaCppOptions(model=SMALL_MODEL, n_ctx=2048, threads=threads))
 
 
 def valid(text: str, schema: dict) -> bool:
@@ -127,11 +127,7 @@ async def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=96)
     args = parser.parse_args()
-    modes = {
-        name: mode
-        for name, mode in MODES.items()
-        if args.engine == "llama-cpp" or not name.startswith("gbnf")
-    }
+    modes = MODES
     engine = make_engine(args.engine, args.threads)
     await engine.start()
     print(
@@ -184,13 +180,8 @@ async def main() -> None:
 
 
 def same(texts: dict[str, str]) -> bool:
-    """Grammar-first wrote what full masking wrote, for each constraint (the two constraints
-    differ by design: the GBNF allows spaces between tokens, llguidance's JSON is compact)."""
-    return all(
-        texts[f"{kind}/full"] == texts[f"{kind}/first"]
-        for kind in ("gbnf", "llguidance")
-        if f"{kind}/full" in texts
-    )
+    """Grammar-first wrote what full masking wrote."""
+    return texts["llguidance/full"] == texts["llguidance/first"]
 
 
 if __name__ == "__main__":

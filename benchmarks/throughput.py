@@ -35,26 +35,26 @@ import anyio
 import httpx2
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "benchmarks")]
+sys.path[:0] = [str(REPO / "src"), str(REPO / "benchmarks")]
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.types import TextContent  # noqa: E402
 from structured_output import load_tools  # noqa: E402
-from tests.engine_support import RecordingEngine, free_port, serving_http  # noqa: E402
 
-from aw_mcp.config import ServeSettings  # noqa: E402
 from aw_mcp.engines.base import ChatMessage, GenerationRequest  # noqa: E402
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions  # noqa: E402
-from aw_mcp.runtime import (  # noqa: E402
+from aw_mcp.records.reader import load_record_dir  # noqa: E402
+from aw_mcp.server.app import build_server  # noqa: E402
+from aw_mcp.server.episode_identity import EPISODE_HEADER, episode_meta  # noqa: E402
+from aw_mcp.testing import SMALL_MODEL, RecordingEngine, free_port, serving_http  # noqa: E402
+from aw_mcp.wiring.assemble import (  # noqa: E402
     build_catalogue,
     build_simulator,
     resolve_adapters,
     serving_profile,
 )
-from aw_mcp.server.app import build_server  # noqa: E402
-from aw_mcp.server.episode_identity import EPISODE_HEADER, episode_meta  # noqa: E402
-from aw_mcp.trajectories.records import load_record_dir  # noqa: E402
+from aw_mcp.wiring.settings import ServeSettings  # noqa: E402
 
 MAX_TOKENS = 24  # --max-tokens; 0 keeps the domain's own (256)
 COMMANDS = [
@@ -123,10 +123,11 @@ SERVING = Serving([], "default")  # set in main()
 
 def engine(threads: int, **options) -> LlamaCppEngine:
     options = {
+        "model": SMALL_MODEL,
         "n_ctx": 8192,
-        "n_threads": threads,
+        "threads": threads,
         "batch_slots": BATCH_SLOTS,
-        "lora_paths": SERVING.lora,
+        "lora": SERVING.lora,
         **options,
     }
     return LlamaCppEngine(LlamaCppOptions(**options))
@@ -236,8 +237,8 @@ async def history(domain: Path, threads: int, steps: int) -> tuple[list[Row], Ge
 async def switching(threads: int, request: GenerationRequest) -> Row:
     """Episode "back" is pushed out of the 2 sequences by two others, then called again."""
     seconds = {}
-    for label, budget in (("snapshot", 1 << 30), ("re-evaluate", 0)):
-        eng = engine(threads, batch_slots=2, snapshot_budget_bytes=budget)
+    for label, budget_mb in (("snapshot", 1024), ("re-evaluate", 0)):
+        eng = engine(threads, batch_slots=2, kv_snapshot_mb=budget_mb)
         await eng.generate(request.model_copy(update={"cache_key": "back", "max_tokens": 1}))
         for other in ("x", "y"):
             messages = [*request.messages[:1], ChatMessage(role="user", content=f"ls {other}")]
@@ -423,7 +424,7 @@ async def structured(threads: int) -> Row:
 def print_table(rows: list[Row], seconds: float, threads: int, max_tokens: int) -> None:
     print(
         f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"{threads} inference thread(s), embedded SmolLM2-135M Q4_1 ({SERVING.describe()}), "
+        f"{threads} inference thread(s), SmolLM2-135M Q4_1 ({SERVING.describe()}), "
         f"observations of at most {max_tokens or 256} tokens, run took {seconds:.0f} s\n"
     )
     print(f"| {'row':45} | {'measured':>10} | {'target':>11} | met | detail |")

@@ -15,11 +15,14 @@ from pathlib import Path
 
 import anyio
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
-from aw_mcp.faults import NoFaults, ScenarioFaultLayer, load_scenario
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.faults.layer import NoFaults
+from aw_mcp.faults.scenario import load_scenario
+from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import small_model_path
 
 COMMANDS = [
     "pwd",
@@ -49,7 +52,7 @@ async def run(with_fault: bool, engine: LlamaCppEngine, max_tokens: int) -> list
 
 
 async def main(model: Path | None, max_tokens: int) -> None:
-    engine = LlamaCppEngine(LlamaCppOptions(model_path=model, n_ctx=8192))
+    engine = LlamaCppEngine(LlamaCppOptions(model=str(model or small_model_path()), n_ctx=8192))
     await engine.start()
     try:
         plain = await run(False, engine, max_tokens)

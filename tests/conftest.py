@@ -1,4 +1,4 @@
-"""Shared fixtures. The real embedded model (SmolLM2-135M-Instruct GGUF, CPU) is loaded once."""
+"""Shared fixtures. The small real model (SmolLM2-135M-Instruct GGUF, CPU) is loaded once."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+from aw_mcp.testing import SMALL_MODEL
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Plumbing tests serve the fast SmolLM2 (with its own bundled adapter), not the default world
 # model: this reaches every ServeSettings and every `aw-mcp serve` a test starts. Tests of the
 # default itself (tests/test_default_world_model.py) take it out of their server's environment.
-os.environ.setdefault("AW_MCP_MODEL", "smollm2-135m")
+os.environ.setdefault("AW_MCP_MODEL", SMALL_MODEL)
 # Real tools/list captures of 14 popular MCP servers (see that folder's README).
 TOOL_SURFACES = REPO_ROOT / "tests" / "data" / "tool-surfaces"
 
@@ -31,32 +32,82 @@ def anyio_backend() -> str:
 TEST_THREADS = 1
 
 
-def small_embedded_engine(**overrides) -> LlamaCppEngine:
-    """The embedded model with settings sized for tests."""
-    options = {"n_ctx": 4096, "n_threads": TEST_THREADS, **overrides}
+def small_engine(**overrides) -> LlamaCppEngine:
+    """The small model (SmolLM2) on llama.cpp, with settings sized for tests."""
+    options = {"model": SMALL_MODEL, "n_ctx": 4096, "threads": TEST_THREADS, **overrides}
     return LlamaCppEngine(LlamaCppOptions(**options))
 
 
 @pytest.fixture
-def embedded_engine() -> LlamaCppEngine:
-    """A fresh engine on the real embedded GGUF (loading takes ~0.1 s: mmap)."""
-    return small_embedded_engine()
+def small_model_engine() -> LlamaCppEngine:
+    """A fresh engine on the small real GGUF (loading takes ~0.1 s: mmap)."""
+    return small_engine()
 
 
 @pytest.fixture(scope="module")
 def module_engine() -> LlamaCppEngine:
     """One engine for a whole test module, so calls reuse the KV cache of shared prompts."""
-    return small_embedded_engine()
+    return small_engine()
 
 
 @pytest.fixture(scope="session")
 def transformers_engine():
-    """The embedded GGUF through transformers, loaded once per test session (~15 s: the
+    """The small model's GGUF through transformers, loaded once per test session (~15 s: the
     GGUF is dequantized to float32)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
 
-    engine = TransformersEngine(TransformersOptions(n_ctx=4096, n_threads=TEST_THREADS))
+    engine = TransformersEngine(
+        TransformersOptions(model=SMALL_MODEL, n_ctx=4096, threads=TEST_THREADS)
+    )
     engine.load_now()
     return engine
+
+
+# -- tiers ------------------------------------------------------------------------------------
+#
+# Every test is in one tier: the markers below (declared in pyproject.toml), else "unit". The
+# fast loop leaves the slow tiers out (docs/testing.md); CI runs them all, and the summary at
+# the end of every run says how many tests each tier ran and how long they took.
+TIERS = ("quality", "external", "sandbox", "transformers", "data", "slow")
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The test's tier: its first tier marker in ``TIERS`` order, else "unit"."""
+    return next((t for t in TIERS if item.get_closest_marker(t)), "unit")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # Whatever runs the transformers engine needs torch: by its fixture, or by the
+        # engine a parametrized fixture picks.
+        callspec = getattr(item, "callspec", None)
+        picks = callspec.params.values() if callspec is not None else ()
+        if "transformers_engine" in getattr(item, "fixturenames", ()) or "transformers" in picks:
+            item.add_marker(pytest.mark.transformers)
+    config.stash[_TIER_OF] = {item.nodeid: tier_of(item) for item in items}
+
+
+_TIER_OF = pytest.StashKey[dict[str, str]]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """How many tests each tier ran, and the time they took (setup and teardown included,
+    as ``--durations`` counts them)."""
+    tier_of_test = config.stash.get(_TIER_OF, {})
+    tests: dict[str, int] = {}
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if not isinstance(report, pytest.TestReport):
+                continue
+            tier = tier_of_test.get(report.nodeid, "unit")
+            seconds[tier] = seconds.get(tier, 0.0) + report.duration
+            tests[tier] = tests.get(tier, 0) + (report.when == "call")
+    if not seconds:
+        return
+    terminalreporter.section("time per tier")
+    for tier in ("unit", *TIERS):
+        if tier in seconds:
+            terminalreporter.write_line(f"{tier:13} {tests[tier]:4d} tests {seconds[tier]:8.1f} s")

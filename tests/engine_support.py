@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import httpx
 
 from aw_mcp.engines.base import (
-    ChatMessage,
-    Engine,
-    GenerationControl,
     GenerationRequest,
-    GenerationResult,
 )
+from aw_mcp.testing import free_port
 from tests.conftest import TEST_THREADS
 
 TINY_DOMAIN = """\
@@ -50,57 +45,8 @@ def write_tiny_domain(folder: Path) -> Path:
     return path
 
 
-class RecordingEngine:
-    """Wraps a real engine and keeps every request it was given (to see what reached the
-    prompt). The wrapped engine does all the work."""
-
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.name = engine.name
-        self.requests: list[GenerationRequest] = []
-        self.results: list[GenerationResult] = []
-
-    @property
-    def context_window(self) -> int:
-        return self.engine.context_window
-
-    @property
-    def counters(self):
-        return self.engine.counters
-
-    @property
-    def load(self) -> int:
-        return self.engine.load
-
-    def forget(self, cache_key: str) -> None:
-        self.engine.forget(cache_key)
-
-    async def start(self) -> None:
-        await self.engine.start()
-
-    async def count_tokens(self, messages: list[ChatMessage]) -> int:
-        return await self.engine.count_tokens(messages)
-
-    async def generate(
-        self, request: GenerationRequest, control: GenerationControl | None = None
-    ) -> GenerationResult:
-        self.requests.append(request)
-        result = await self.engine.generate(request, control)
-        self.results.append(result)
-        return result
-
-    async def aclose(self) -> None:
-        await self.engine.aclose()
-
-
 def prompt_text(request: GenerationRequest) -> str:
     return "\n".join(m.content for m in request.messages)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for_http(url: str, process: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> None:
@@ -164,22 +110,3 @@ def llama_cpp_server(model: Path, n_ctx: int = 4096) -> Iterator[str]:
     ]
     with running_process(args, f"{base_url}/models"):
         yield base_url
-
-
-@contextlib.asynccontextmanager
-async def serving_http(server, port: int) -> AsyncIterator[str]:
-    """Serve an MCP ``Server`` over Streamable HTTP in this event loop; yields its URL."""
-    import uvicorn
-
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    uv = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(uv.serve)
-        with anyio.fail_after(30):
-            while not uv.started:
-                await anyio.sleep(0.05)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            uv.should_exit = True

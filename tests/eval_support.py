@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile
-from tests.engine_support import free_port
+from aw_mcp.testing import free_port
 
 
 def episode_samples(

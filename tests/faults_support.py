@@ -7,16 +7,16 @@ from typing import Any
 
 from mcp import Client
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.models import DomainSpec
 from aw_mcp.engines.base import GenerationRequest
 from aw_mcp.faults.scenario import Scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.files.yaml import parse_yaml_text
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.yaml_files import parse_yaml_text
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 
 ITEM_SCHEMA = {
     "type": "object",

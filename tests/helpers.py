@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import StdioServerParameters
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import Engine
-from aw_mcp.episode.store import EpisodeStore, RecordSink
+from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.generation.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.records.sink import RecordSink
 from aw_mcp.server.app import build_server
-from aw_mcp.simulator import SimulatorSettings, WorldSimulator
-from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.simulation.simulator import SimulatorOptions, WorldSimulator
 
 TINY_DOMAIN = Path(__file__).parent / "data" / "tiny_domain.yaml"
 
@@ -27,7 +30,7 @@ def make_simulator(
         Catalogue([load_domain(str(domain))]),
         engine,
         episodes=EpisodeStore(sink=RecordSink(record_dir) if record_dir else None),
-        settings=SimulatorSettings(**settings),
+        options=SimulatorOptions(**settings),
     )
 
 
@@ -60,5 +63,8 @@ def _sandbox_unavailable() -> str:
     return ""
 
 
-# For tests that run real bash in a sandbox (root and unshare).
-needs_sandbox = pytest.mark.skipif(bool(_sandbox_unavailable()), reason=_sandbox_unavailable())
+def needs_sandbox(test: Callable[..., Any]) -> Callable[..., Any]:
+    """A test of the sandbox tier: it runs real bash in a sandbox (root and unshare), and is
+    skipped, saying why, where there is none."""
+    missing = _sandbox_unavailable()
+    return pytest.mark.sandbox(pytest.mark.skipif(bool(missing), reason=missing)(test))

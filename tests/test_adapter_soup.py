@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from gguf import GGUFReader
 
-from aw_mcp.adapters import bundled_adapters, read_adapter_info
 from aw_mcp.cli import main
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.models.adapters import bundled_adapters, read_adapter_info
 from aw_mcp.training.adapter_soup import (
     SoupPart,
     kept_energy,
@@ -21,7 +21,7 @@ from aw_mcp.training.adapter_soup import (
     truncate,
 )
 from aw_mcp.training.gguf_adapter import AdapterMetadata, LoraWeights, write_gguf_adapter
-from tests.conftest import small_embedded_engine
+from tests.conftest import small_engine
 
 MODULE = "model.layers.0.self_attn.v_proj"  # no rotary row order to mind
 
@@ -79,7 +79,7 @@ def test_an_adapter_merged_with_itself_at_half_weights_answers_as_it_does(tmp_pa
     )
 
     async def answer(lora: Path) -> str:
-        engine = small_embedded_engine(lora_paths=[lora])
+        engine = small_engine(lora=[lora])
         try:
             return (await engine.generate(request)).text
         finally:

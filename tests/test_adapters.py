@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from aw_mcp.adapters import AdapterError, bundled_adapters, read_adapter_info
-from aw_mcp.config import ServeSettings
-from aw_mcp.models import DEFAULT_MODEL, KNOWN_MODELS
-from aw_mcp.runtime import build_catalogue, resolve_adapters, serving_profile
+from aw_mcp.models.adapters import (
+    BUNDLED_ADAPTERS,
+    AdapterError,
+    bundled_adapters,
+    read_adapter_info,
+)
+from aw_mcp.models.catalogue import DEFAULT_MODEL, KNOWN_MODELS, ModelFileError
+from aw_mcp.wiring.assemble import build_catalogue, resolve_adapters, serving_profile
+from aw_mcp.wiring.settings import ServeSettings
 from tests.conftest import REPO_ROOT
 
 
@@ -19,6 +24,26 @@ def _resolve(**settings):
 
 def bundled(name: str):
     return next(p for p in bundled_adapters() if p.name == name)
+
+
+def test_every_file_in_adapters_is_pinned_and_every_pin_has_its_file():
+    files = sorted(p.name for p in (REPO_ROOT / "adapters").glob("*.gguf"))
+    assert sorted(pin.file_name for pin in BUNDLED_ADAPTERS) == files
+    assert [p.name for p in bundled_adapters()] == files  # each one verified
+
+
+def test_a_bundled_adapter_that_is_not_its_pinned_bytes_is_refused(tmp_path, monkeypatch):
+    original = REPO_ROOT / "adapters" / "smollm2-135m-terminal.gguf"
+    tampered = tmp_path / original.name
+    data = bytearray(original.read_bytes())
+    data[-1] ^= 0xFF  # same size, other bytes
+    tampered.write_bytes(bytes(data))
+    (tmp_path / "unpinned.gguf").write_bytes(original.read_bytes())
+    monkeypatch.setattr("aw_mcp.models.adapters.bundled_dir", lambda name: tmp_path)
+    with pytest.raises(ModelFileError, match=r"sha256 .*expected 447ca754"):
+        bundled_adapters()
+    tampered.unlink()
+    assert bundled_adapters() == []  # the unpinned copy is not served
 
 
 def test_each_bundled_adapter_says_how_it_was_trained():
@@ -64,7 +89,7 @@ def test_every_mirrored_server_gets_the_mirrors_adapter_and_the_bundled_mcp_worl
     from, with the profile it was trained with. The bundled ``mcp`` world is not a mirror
     (the adapter lost it), and a mirror beside terminal matches no adapter."""
     monkeypatch.delenv("AW_MCP_MODEL", raising=False)
-    capture = REPO_ROOT / "data/mcp/sqlite/heldout/tools/sqlite.json"
+    capture = REPO_ROOT / "tests/data/records/sqlite/tools/sqlite.json"
     adapters, profile = _resolve(tools_from=[capture])
     assert [a.path for a in adapters] == [bundled("qwen2.5-coder-0.5b-mirrors.gguf")]
     assert profile == "default"

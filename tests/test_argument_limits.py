@@ -16,10 +16,10 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from aw_mcp.episode.store import record_file_name
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_HEADER
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import in_episode, make_simulator
 from tests.helpers import TINY_DOMAIN, text_of
 from tests.http_support import http_serve

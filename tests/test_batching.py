@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
-from tests.conftest import small_embedded_engine
+from tests.conftest import small_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def _all_at_once(engine, requests, controls=None):
 
 
 async def test_concurrent_episodes_share_decode_steps_and_keep_their_own_output():
-    engine = small_embedded_engine(batch_slots=8)
+    engine = small_engine(batch_slots=8)
     results = await _all_at_once(engine, [_echo(w) for w in WORDS])
     extra = engine.counters.extra
     generated = engine.counters.completion_tokens
@@ -60,7 +60,7 @@ async def test_concurrent_episodes_share_decode_steps_and_keep_their_own_output(
 
 
 async def test_one_setting_keeps_the_single_sequence_path():
-    engine = small_embedded_engine(batch_slots=1)
+    engine = small_engine(batch_slots=1)
     results = await _all_at_once(engine, [_echo(w) for w in WORDS[:2]])
     assert engine.batch is None
     assert "decode_steps" not in engine.counters.extra
@@ -69,7 +69,7 @@ async def test_one_setting_keeps_the_single_sequence_path():
 
 
 async def test_cancelling_one_episode_leaves_the_others_running():
-    engine = small_embedded_engine(batch_slots=4)
+    engine = small_engine(batch_slots=4)
     control = GenerationControl()
 
     def on_token(n: int) -> None:
@@ -90,7 +90,7 @@ async def test_cancelling_one_episode_leaves_the_others_running():
 
 
 async def test_a_new_prompt_is_prefilled_in_chunks_beside_running_episodes():
-    engine = small_embedded_engine(batch_slots=4, prefill_chunk=16)
+    engine = small_engine(batch_slots=4, prefill_chunk=16)
     seen: list[int] = []
     control = GenerationControl(on_token=seen.append)  # called in the batch loop's thread
     story = "Once upon a time there was a lighthouse keeper who counted ships. " * 20
@@ -117,7 +117,7 @@ async def test_a_new_prompt_is_prefilled_in_chunks_beside_running_episodes():
 async def test_more_episodes_than_sequences_swap_through_snapshots():
     # reevaluate_below=0: always restore (these prompts differ in a few tokens only, which
     # by default are re-evaluated on a copied prefix instead).
-    engine = small_embedded_engine(batch_slots=2, reevaluate_below=0)
+    engine = small_engine(batch_slots=2, reevaluate_below=0)
     first = {}
     for word in ("apple", "banana", "cherry"):  # cherry takes apple's sequence
         first[word] = await engine.generate(_echo(word))
@@ -133,7 +133,7 @@ async def test_more_episodes_than_sequences_swap_through_snapshots():
 
 
 async def test_a_returning_episode_with_few_own_tokens_is_re_evaluated_on_a_shared_prefix():
-    engine = small_embedded_engine(batch_slots=2)
+    engine = small_engine(batch_slots=2)
     for word in ("apple", "banana", "cherry"):
         await engine.generate(_echo(word))
     again = await engine.generate(_echo("apple"))
@@ -144,7 +144,7 @@ async def test_a_returning_episode_with_few_own_tokens_is_re_evaluated_on_a_shar
 
 
 async def test_forget_frees_the_episodes_sequence():
-    engine = small_embedded_engine(batch_slots=2)
+    engine = small_engine(batch_slots=2)
     await engine.generate(_echo("apple"))
     assert engine.batch.resident_keys() == ["apple"]
     engine.forget("apple")
@@ -158,7 +158,7 @@ async def test_forget_frees_the_episodes_sequence():
 async def test_lora_adapters_apply_to_the_batched_context_too():
     """The bundled adapter changes batched answers as it changes single-sequence ones (the
     batched sequences live in a context of their own, which must get the adapters too)."""
-    from aw_mcp.adapters import bundled_adapters
+    from aw_mcp.models.adapters import bundled_adapters
 
     adapter = next(p for p in bundled_adapters() if p.name.startswith("smollm2"))  # its base
     request = GenerationRequest(
@@ -168,7 +168,7 @@ async def test_lora_adapters_apply_to_the_batched_context_too():
     )
     answers = {}
     for slots, lora in ((1, []), (1, [adapter]), (2, []), (2, [adapter])):
-        engine = small_embedded_engine(batch_slots=slots, lora_paths=lora)
+        engine = small_engine(batch_slots=slots, lora=lora)
         await engine.start()
         try:
             answers[slots, bool(lora)] = (await engine.generate(request)).text

@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from mcp import Client, types
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.conftest import REPO_ROOT
-from tests.fake_engine import FakeEngine
 from tests.http_support import NO_MODEL
 
 DATA = Path(__file__).parent / "data"
@@ -94,6 +94,7 @@ def _everything_server() -> str | None:
     return path if path and Path(path).exists() else None
 
 
+@pytest.mark.external
 @pytest.mark.skipif(
     _everything_server() is None,
     reason="npm @modelcontextprotocol/server-everything not installed (.ci/run installs it)",

@@ -80,6 +80,7 @@ def _langchain_python() -> str | None:
     return path if path and Path(path).exists() else None
 
 
+@pytest.mark.external
 @pytest.mark.skipif(
     _langchain_python() is None,
     reason="langchain-mcp-adapters not installed: set AW_MCP_LANGCHAIN_PYTHON to a python with "
@@ -162,6 +163,7 @@ def run_inspector(
     )
 
 
+@pytest.mark.external
 @pytest.mark.skipif(_inspector() is None, reason=INSPECTOR_MISSING)
 def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
     """A real third-party client reads mcp.json, lists the tools and calls one."""
@@ -180,6 +182,7 @@ def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
     assert "'command' is a required property" in invalid.stdout + invalid.stderr
 
 
+@pytest.mark.external
 @pytest.mark.skipif(_inspector() is None, reason=INSPECTOR_MISSING)
 def test_the_inspector_takes_the_http_entry_with_the_type_key_readme_gives(tmp_path):
     """The Inspector (2.x) reads an entry without ``type`` as stdio, and langchain refuses a

@@ -17,10 +17,10 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters, types
 from pydantic import ValidationError
 
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ClientRequestSpec, ToolSimulation, fill_template
-from aw_mcp.yaml_files import DataFileError
-from tests.fake_engine import FakeEngine
+from aw_mcp.files.yaml import DataFileError
+from aw_mcp.testing import FakeEngine
 from tests.helpers import make_server, text_of
 from tests.http_support import SERVE, http_serve
 
@@ -348,9 +348,10 @@ async def test_replicas_sharing_request_state_key_resume_each_other_s_calls(tmp_
 async def test_the_client_s_answers_survive_a_restart_and_reach_exports(tmp_path):
     """Records are durable state: a server restarted on the same record folder shows the
     world model the earlier call's exchange, and the history read back for exports has it."""
+    from aw_mcp.records.calls import history_of
+    from aw_mcp.records.reader import read_record_file
     from aw_mcp.server.app import build_server
     from aw_mcp.server.episode_identity import episode_meta
-    from aw_mcp.trajectories.records import read_record_file, turns_from_records
     from tests.helpers import make_simulator
 
     records = tmp_path / "records"
@@ -365,7 +366,7 @@ async def test_the_client_s_answers_survive_a_restart_and_reach_exports(tmp_path
     earlier_step = engine.requests[0].messages[-3].content  # the restored turn's action
     assert "old" in earlier_step and '"ok": true' in earlier_step
     (file,) = records.glob("*.jsonl")
-    turns = turns_from_records(read_record_file(file))
+    turns = history_of(read_record_file(file))
     assert [t.action.client[0].key for t in turns] == ["confirm", "confirm"]
 
 

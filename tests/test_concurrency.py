@@ -13,20 +13,14 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from aw_mcp.config import ServeSettings
 from aw_mcp.engines.scheduler import FairScheduler
-from aw_mcp.episode.store import record_file_name
-from aw_mcp.runtime import build_simulator
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server.app import build_server
-from tests.conftest import small_embedded_engine
-from tests.engine_support import (
-    TEST_THREADS,
-    RecordingEngine,
-    free_port,
-    running_process,
-    serving_http,
-    write_tiny_domain,
-)
+from aw_mcp.testing import RecordingEngine, free_port, serving_http
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import small_engine
+from tests.engine_support import TEST_THREADS, running_process, write_tiny_domain
 
 EPISODES = 16
 STEPS = 3
@@ -117,7 +111,7 @@ async def _run_episode(url: str, episode: int, observations: dict[int, list[str]
 async def test_sixteen_concurrent_episodes_over_http(tmp_path):
     # reevaluate_below=0: a returning episode is always restored from its snapshot (by default
     # one that differs from a resident sequence in few tokens re-evaluates them instead).
-    engine = small_embedded_engine(n_threads=TEST_THREADS, batch_slots=8, reevaluate_below=0)
+    engine = small_engine(threads=TEST_THREADS, batch_slots=8, reevaluate_below=0)
     recorder = RecordingEngine(engine)
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))])
     simulator = build_simulator(settings, engine=recorder)

@@ -18,10 +18,10 @@ import httpx2
 import pytest
 from mcp import Client, types
 
-from aw_mcp.config import ServeSettings
-from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
 from tests.http_support import JSON_AND_SSE, http_serve
 
 DATA = Path(__file__).parent / "data"
@@ -71,6 +71,7 @@ def warm_up(url: str) -> None:
     assert response.status_code == 200 and '"result"' in response.text, response.text[-500:]
 
 
+@pytest.mark.external
 @pytest.mark.skipif(
     conformance_tools() is None,
     reason="MCP conformance suite not installed: set AW_MCP_CONFORMANCE_DIR to a folder with "

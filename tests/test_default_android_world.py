@@ -11,9 +11,12 @@ model runs on the CPU, one thread.
 from __future__ import annotations
 
 import anyio
+import pytest
 from mcp import Client
 
 from tests.helpers import default_server, text_of
+
+pytestmark = pytest.mark.quality
 
 DEVICE = {"device": "emulator-5554"}
 NOTES = {**DEVICE, "packageName": "com.example.notes"}

@@ -15,13 +15,13 @@ import json
 import pytest
 from mcp import Client
 
-from aw_mcp.episode.episode import CallRecord
 from aw_mcp.evaluation.metrics import similarity
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import load_record_dir
 from tests.conftest import REPO_ROOT
 from tests.helpers import default_server, text_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.quality, pytest.mark.anyio]
 
 MEMORY = REPO_ROOT / "data/mcp/memory/heldout"
 

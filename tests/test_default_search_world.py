@@ -18,9 +18,12 @@ import json
 import re
 
 import anyio
+import pytest
 from mcp import Client
 
 from tests.helpers import default_server, text_of
+
+pytestmark = pytest.mark.quality
 
 _TAVILY_RESULT = re.compile(r"\n\nTitle: [^\n]+\nURL: https?://\S+\nContent: [^\n]+")
 

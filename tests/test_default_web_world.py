@@ -14,11 +14,14 @@ import re
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 
 from aw_mcp.evaluation.metrics import page_state_well_formed
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.records.reader import load_record_dir
 from tests.helpers import default_server, text_of
+
+pytestmark = pytest.mark.quality
 
 HOME = "http://127.0.0.1:8431/"
 RECORDS = Path(__file__).resolve().parent.parent / "data" / "web" / "train"

@@ -20,7 +20,7 @@ from aw_mcp.evaluation.everyday import Answer, real_observations, render
 from aw_mcp.evaluation.sessions import EVERYDAY_COMMANDS, FIRST_LOOK_COMMANDS
 from tests.helpers import default_server, needs_sandbox, text_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.quality, pytest.mark.anyio]
 
 # Share of EVERYDAY_COMMANDS (`aw-mcp eval everyday`'s session) the default must answer
 # exactly as the real machine does.

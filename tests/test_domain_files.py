@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.domain import load_domain
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.files.yaml import DataFileError
 
 TINY = Path(__file__).parent / "data" / "tiny_domain.yaml"
 

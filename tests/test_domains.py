@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
-from tests.conftest import TOOL_SURFACES, small_embedded_engine
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from tests.conftest import TOOL_SURFACES, small_engine
 from tests.tool_calls import simulated_server, with_max_tokens
 
 SEVEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
@@ -92,9 +92,10 @@ def _strip_line_ends(text: str | None) -> str | None:
 def module_engine():
     """The served default context window (8,192): the web domain's prompt, with its real
     Playwright demonstrations, takes about 5,000 tokens in the default profile."""
-    return small_embedded_engine(n_ctx=8192)
+    return small_engine(n_ctx=8192)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", SEVEN)
 async def test_domain_is_listed_and_answers_through_an_mcp_client(name, module_engine):
@@ -130,15 +131,17 @@ async def test_search_repeats_a_query_and_fetch_sees_the_earlier_snippet():
     assert "Fact 42." in fake.last_prompt and "Action: fetch" in fake.last_prompt
 
 
+@pytest.mark.data
 def test_no_generation_budget_cuts_a_real_observation_of_its_tool():
     """Every recorded real observation of a bundled domain's tool fits the tokens the default
     model may write for it (the tool's max_tokens, else its domain's): a budget below it
     would cut every long answer short (web's snapshots had 512 for up to 2,502 tokens)."""
     from pathlib import Path
 
-    from aw_mcp.models import DEFAULT_MODEL, resolve_model
+    from aw_mcp.models.catalogue import DEFAULT_MODEL
+    from aw_mcp.models.fetch import resolve_model
+    from aw_mcp.records.reader import load_record_dir
     from aw_mcp.training.examples import ServingFormat
-    from aw_mcp.trajectories.records import load_record_dir
 
     fmt = ServingFormat.from_gguf(resolve_model(DEFAULT_MODEL))
     root = Path(__file__).resolve().parent.parent / "data"

@@ -8,8 +8,8 @@ import pytest
 from aw_mcp.engines.base import ChatMessage, Engine, GenerationRequest
 from aw_mcp.engines.openai_compat import OpenAICompatEngine
 from aw_mcp.engines.pool import EnginePool
-from tests.conftest import small_embedded_engine
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from tests.conftest import small_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +29,7 @@ def test_every_engine_implements_the_whole_protocol():
     engines = [
         FakeEngine(),
         OpenAICompatEngine(),
-        small_embedded_engine(),
+        small_engine(),
         EnginePool([FakeEngine()]),
     ]
     for engine in engines:
@@ -58,7 +58,7 @@ def local_engine(request):
     if request.param == "llama-cpp":
         # One sequence, so that switching episodes saves snapshots (test_batching.py covers
         # forget() with batched sequences).
-        return small_embedded_engine(batch_slots=1)
+        return small_engine(batch_slots=1)
     return request.getfixturevalue("transformers_engine")
 
 

@@ -18,44 +18,40 @@ import anyio
 import pytest
 from mcp import Client
 
-from aw_mcp.config import ServeSettings
-from aw_mcp.engines.base import ChatMessage, EngineError, GenerationControl, GenerationRequest
-from aw_mcp.engines.llama_cpp import embedded_model_path
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
 from aw_mcp.engines.openai_compat import OpenAICompatEngine, OpenAICompatOptions
-from aw_mcp.runtime import build_simulator
+from aw_mcp.errors import EngineError
 from aw_mcp.server.app import build_server
-from tests.conftest import small_embedded_engine
-from tests.engine_support import (
-    TEST_THREADS,
-    RecordingEngine,
-    llama_cpp_server,
-    prompt_text,
-    write_tiny_domain,
-)
+from aw_mcp.testing import RecordingEngine, small_model_path
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import small_engine
+from tests.engine_support import TEST_THREADS, llama_cpp_server, prompt_text, write_tiny_domain
 
 COMMANDS = ["echo alpha", "ls /tmp/beta", "cat gamma.txt"]
 
 
 @pytest.fixture(scope="module")
 def llama_server_url() -> Iterator[str]:
-    with llama_cpp_server(embedded_model_path()) as url:
+    with llama_cpp_server(small_model_path()) as url:
         yield url
 
 
 @pytest.fixture(params=["llama-cpp", "transformers", "openai"])
 def any_engine(request):
     if request.param == "llama-cpp":
-        return small_embedded_engine(n_threads=TEST_THREADS)
+        return small_engine(threads=TEST_THREADS)
     if request.param == "transformers":
         return request.getfixturevalue("transformers_engine")
     url = request.getfixturevalue("llama_server_url")
-    return OpenAICompatEngine(OpenAICompatOptions(base_url=url, context_window=4096))
+    return OpenAICompatEngine(OpenAICompatOptions(base_url=url, n_ctx=4096))
 
 
 def _message(role: str, content: str) -> ChatMessage:
     return ChatMessage(role=role, content=content)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_mcp_episode_on_every_engine(any_engine, tmp_path):
     """A few steps through an MCP client: each answered by the model, each step's prompt
@@ -175,12 +171,13 @@ async def test_transformers_cache_memory_is_bounded(transformers_engine):
         engine.snapshots.budget_bytes = saved_budget
 
 
+@pytest.mark.transformers
 @pytest.mark.anyio
 async def test_transformers_bad_model_fails_calls_clearly(tmp_path):
     pytest.importorskip("torch")
     from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
 
-    engine = TransformersEngine(TransformersOptions(model=tmp_path / "missing.gguf"))
+    engine = TransformersEngine(TransformersOptions(model=str(tmp_path / "missing.gguf")))
     await engine.start()  # logs, does not raise: the server keeps answering
     with pytest.raises(EngineError, match="model file not found"):
         await engine.generate(_request([_message("user", "hi")], "x"))
@@ -193,7 +190,7 @@ async def test_transformers_bad_model_fails_calls_clearly(tmp_path):
 async def test_pool_keeps_episodes_on_their_instance():
     from aw_mcp.engines.pool import EnginePool
 
-    pool = EnginePool([small_embedded_engine(n_threads=1), small_embedded_engine(n_threads=1)])
+    pool = EnginePool([small_engine(threads=1), small_engine(threads=1)])
     await pool.start()
     system = _message("system", "You are a Linux terminal.")
     keys = ["pool-a", "pool-b", "pool-c", "pool-d"]
@@ -244,7 +241,7 @@ def test_gpu_check_exits_cleanly_without_a_gpu():
 @pytest.mark.anyio
 async def test_gpu_check_measurement_runs_on_cpu(capsys):
     gpu_check = _gpu_check_module()
-    engine = small_embedded_engine(n_threads=TEST_THREADS)
+    engine = small_engine(threads=TEST_THREADS)
     await gpu_check.measure(engine, "llama.cpp cpu", decode_tokens=8)
     line = capsys.readouterr().out
     assert line.startswith("llama.cpp cpu") and "decode" in line and "turn 2 reused" in line
@@ -252,6 +249,7 @@ async def test_gpu_check_measurement_runs_on_cpu(capsys):
     assert reused > 0
 
 
+@pytest.mark.transformers
 @pytest.mark.anyio
 async def test_transformers_asked_for_cuda_without_one_fails_clearly():
     torch = pytest.importorskip("torch")

@@ -16,27 +16,28 @@ import anyio
 import httpx
 import pytest
 
-from aw_mcp.engines.base import ChatMessage, EngineError, GenerationControl, GenerationRequest
-from aw_mcp.engines.llama_cpp import embedded_model_path
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
 from aw_mcp.engines.openai_compat import (
     OpenAICompatEngine,
     OpenAICompatOptions,
     estimate_tokens,
 )
 from aw_mcp.episode.prompt import AgentWorldProfile
-from tests.engine_support import free_port, llama_cpp_server
+from aw_mcp.errors import EngineError
+from aw_mcp.testing import free_port, small_model_path
+from tests.engine_support import llama_cpp_server
 
 HELLO = [ChatMessage(role="user", content="Say hello.")]
 
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    with llama_cpp_server(embedded_model_path()) as url:
+    with llama_cpp_server(small_model_path()) as url:
         yield url
 
 
 def _engine(url: str, **options) -> OpenAICompatEngine:
-    return OpenAICompatEngine(OpenAICompatOptions(base_url=url, context_window=4096, **options))
+    return OpenAICompatEngine(OpenAICompatOptions(base_url=url, n_ctx=4096, **options))
 
 
 @pytest.mark.anyio
@@ -168,7 +169,7 @@ async def test_retries_5xx_with_backoff_and_sends_the_api_key(monkeypatch):
         _stream_response(_delta(content="hel"), _delta("stop", content="lo")),
     ]
     engine = OpenAICompatEngine(
-        OpenAICompatOptions(base_url="http://server/v1", backoff_s=0.01, context_window=4096),
+        OpenAICompatOptions(base_url="http://server/v1", backoff_s=0.01, n_ctx=4096),
         transport=_transport(responses, seen),
     )
     result = await engine.generate(GenerationRequest(messages=HELLO, max_tokens=4))
@@ -241,7 +242,7 @@ async def test_an_error_that_is_not_about_the_schema_keeps_structured_output_on(
 @pytest.mark.anyio
 async def test_the_reasoning_budget_is_set_aside_from_the_context_window():
     engine = OpenAICompatEngine(
-        OpenAICompatOptions(base_url="http://server/v1", context_window=8192, reasoning_budget=3000)
+        OpenAICompatOptions(base_url="http://server/v1", n_ctx=8192, reasoning_budget=3000)
     )
     assert engine.context_window == 8192 - 3000
 

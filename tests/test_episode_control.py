@@ -20,8 +20,7 @@ from aw_mcp.server.episode_identity import (
     RESET_META_KEY,
 )
 from aw_mcp.server.transports import HTTP_PATH
-from tests.engine_support import free_port
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine, free_port
 from tests.helpers import make_server, text_of
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from aw_mcp.episode.store import record_file_name
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import (
     EPISODE_HEADER,
@@ -21,7 +21,7 @@ from aw_mcp.server.episode_identity import (
     RUN,
     episode_request,
 )
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_server, make_simulator
 from tests.http_support import NO_MODEL, SERVE
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.domain import load_domain
-from aw_mcp.episode.store import EpisodeStore, RecordSink
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-from aw_mcp.simulator import WorldSimulator
-from tests.fake_engine import FakeEngine
+from aw_mcp.records.sink import RecordSink
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import scenario_from
 from tests.helpers import TINY_DOMAIN
 

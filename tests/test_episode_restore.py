@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.episode.store import EpisodeStore, RecordSink
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.records.reader import read_record_file
+from aw_mcp.records.sink import RecordSink
 from aw_mcp.server.episode_identity import END_META_KEY
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.trajectories.records import read_record_file
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import SHOP, client_for, fake_reply, in_episode, scenario_from
 
 pytestmark = pytest.mark.anyio

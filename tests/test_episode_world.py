@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from aw_mcp.server.episode_identity import EPISODE_META_KEY, RESET_META_KEY, WORLD_META_KEY
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.helpers import make_server, text_of
 
 pytestmark = pytest.mark.anyio

@@ -8,11 +8,12 @@ import logging
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.domain import WorldSpec, load_domain
-from aw_mcp.episode.store import record_file_name
-from aw_mcp.simulator import WorldSimulator
-from tests.fake_engine import FakeEngine
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
+from aw_mcp.domain.models import WorldSpec
+from aw_mcp.records.sink import record_file_name
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_simulator
 
 pytestmark = pytest.mark.anyio

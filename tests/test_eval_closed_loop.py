@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from aw_mcp.cli import main
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.episode.store import RecordSink
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions
-from aw_mcp.trajectories.records import load_record_dir
-from tests.fake_engine import FakeEngine
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.records.sink import RecordSink
+from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_simulator
 
 pytestmark = pytest.mark.anyio
@@ -89,7 +89,7 @@ async def test_resume_reruns_only_episodes_with_failed_calls(tmp_path):
 
     def failing_beta(request):
         if "whoami" in request.messages[-1].content:
-            from aw_mcp.engines.base import EngineError
+            from aw_mcp.errors import EngineError
 
             raise EngineError("model crashed")
         return "ok"
@@ -160,8 +160,8 @@ def test_each_episode_is_served_in_the_world_its_folder_records(tmp_path, capsys
 async def test_replaying_real_bash_episodes_scores_a_perfect_model(tmp_path, capsys):
     """Closed loop through `serve --replay` (no model) on real bash records: every
     observation comes back as recorded, and score says so beside the baselines."""
-    from aw_mcp.config import ServeSettings
-    from aw_mcp.runtime import build_simulator
+    from aw_mcp.wiring.assemble import build_simulator
+    from aw_mcp.wiring.settings import ServeSettings
 
     real = Path(__file__).parent / "data" / "real_terminal"
     never = FakeEngine(fail_with="the model must not be called")

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.evaluation.everyday import (
     OutputExistsError,
@@ -20,10 +20,10 @@ from aw_mcp.evaluation.everyday import (
     run_session,
 )
 from aw_mcp.evaluation.sessions import FIRST_LOOK_COMMANDS
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.trajectories.records import load_record_dir
-from aw_mcp.trajectories.sandbox import BashSandbox, SandboxUnavailable
-from tests.fake_engine import FakeEngine
+from aw_mcp.generation.sandbox import BashSandbox, SandboxUnavailable
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.helpers import make_simulator, needs_sandbox
 
 pytestmark = pytest.mark.anyio

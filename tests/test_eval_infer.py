@@ -10,12 +10,12 @@ import json
 import pytest
 
 from aw_mcp.cli import main
-from aw_mcp.engines.base import EngineError
+from aw_mcp.errors import EngineError
 from aw_mcp.evaluation.infer import InferOptions, infer
 from aw_mcp.evaluation.samples import load_bench_dir
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.files.yaml import DataFileError
+from aw_mcp.testing import FakeEngine
 from tests.eval_support import episode_samples, write_jsonl
-from tests.fake_engine import FakeEngine
 
 pytestmark = pytest.mark.anyio
 ADDED = {"gen", "reference", "domain", "family"}

@@ -263,6 +263,7 @@ def test_calls_under_a_world_condition_score_whether_they_show_it(tmp_path, caps
     assert "world_conditions" not in _score_json(tmp_path, capsys, TERMINAL)
 
 
+@pytest.mark.data
 def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_use(
     tmp_path, capsys
 ):
@@ -279,7 +280,7 @@ def test_page_snapshots_score_whether_they_are_page_states_the_next_action_can_u
         snapshot_refs,
         targets_shown,
     )
-    from aw_mcp.trajectories.records import load_record_dir
+    from aw_mcp.records.reader import load_record_dir
 
     web = Path(__file__).resolve().parent.parent / "data" / "web"
     real = [

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ToolCall, WorldSpec
 from aw_mcp.engines.base import ChatMessage
-from aw_mcp.episode.episode import CallRecord
 from aw_mcp.episode.prompt import AgentWorldProfile, PromptProfile, build_messages
-from aw_mcp.episode.store import RecordSink
-from aw_mcp.trajectories.export import DomainResolver, ExportError, render_episode
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.export.rendering import DomainResolver, ExportError, render_episode
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.records.sink import RecordSink
 
 COMMANDS = [
     ("echo alpha > a.txt", "[exit code: 0]"),
@@ -156,9 +156,9 @@ def test_every_observation_is_trained_on_exactly_the_prompt_the_server_sends(rec
     compute all of an episode's targets in one pass)."""
     llama_cpp = pytest.importorskip("llama_cpp")
     from aw_mcp.engines.chat_format import ChatRenderer
-    from aw_mcp.engines.llama_cpp import embedded_model_path
+    from aw_mcp.testing import small_model_path
 
-    vocab = llama_cpp.Llama(str(embedded_model_path()), vocab_only=True, verbose=False)
+    vocab = llama_cpp.Llama(str(small_model_path()), vocab_only=True, verbose=False)
     assert "<|im_start|>" in vocab.metadata["tokenizer.chat_template"]  # the model's own
     renderer = ChatRenderer(
         template=vocab.metadata["tokenizer.chat_template"],

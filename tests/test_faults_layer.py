@@ -243,12 +243,12 @@ async def test_two_concurrent_episodes_get_the_same_faults_when_run_twice():
 @pytest.mark.anyio
 async def test_a_limited_world_condition_expires_on_schedule_even_when_calls_fail():
     """`calls: 1` covers the firing call only, also when that call ends in a JSON-RPC error."""
-    from aw_mcp.catalogue import Catalogue
-    from aw_mcp.domain import load_domain
+    from aw_mcp.domain.catalogue import Catalogue
+    from aw_mcp.domain.loader import load_domain
     from aw_mcp.faults.scenario import Scenario
     from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-    from aw_mcp.simulator import RpcFaultError, WorldSimulator
-    from tests.fake_engine import FakeEngine
+    from aw_mcp.simulation.simulator import RpcFaultError, WorldSimulator
+    from aw_mcp.testing import FakeEngine
     from tests.helpers import TINY_DOMAIN
 
     scenario = Scenario.model_validate(

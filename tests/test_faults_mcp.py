@@ -15,11 +15,11 @@ import anyio
 import pytest
 from mcp import MCPError
 
-from aw_mcp.answers import ToolAnswer
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.answers import ToolAnswer
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, NoFaults
-from aw_mcp.simulator import WorldSimulator
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import (
     ITEM,
     PLAIN_OUTPUT,

@@ -13,18 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
-from aw_mcp.data_files import bundled_dir
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import GenerationRequest
-from aw_mcp.episode.store import EpisodeStore, RecordSink
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.mislead import LIE_PREFIX, WRONGNESS
 from aw_mcp.faults.scenario import Scenario, load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.files.bundled import bundled_dir
+from aw_mcp.records.sink import RecordSink
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from aw_mcp.viewer.reactions import episode_reactions
-from tests.fake_engine import FakeEngine
 from tests.faults_support import client_for, in_episode, scenario_from
 from tests.test_faults_world import run_commands_on_the_real_model
 from tests.viewer_support import call, fault
@@ -187,14 +188,15 @@ def test_mislead_effects_are_validated():
         )
 
 
+@pytest.mark.slow
 async def test_the_mislead_instruction_reaches_the_real_models_prompt_and_record(
-    embedded_engine,
+    small_model_engine,
 ):
     """The bundled off-by-one scenario with the real embedded model: the instruction is in the
     prompt of the counting call, the sticky consistency condition in the next, both recorded.
     What the tiny model writes is not asserted beyond being an answer of the model."""
     simulator, engine, results = await run_commands_on_the_real_model(
-        embedded_engine,
+        small_model_engine,
         (bundled_dir("faults") / "mislead-off-by-one.yaml").read_text(),
         ["printf 'a\\nb\\n' > notes.txt", "wc -l notes.txt", "cat notes.txt"],
         max_tokens=12,

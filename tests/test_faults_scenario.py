@@ -9,18 +9,18 @@ import jsonschema
 import pytest
 import yaml
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
-from aw_mcp.config import ServeSettings
-from aw_mcp.data_files import bundled_dir
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.faults.coverage import argument_gaps, served_tool_arguments
 from aw_mcp.faults.layer import CallContext
 from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-from aw_mcp.runtime import make_faults
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.files.bundled import bundled_dir
+from aw_mcp.files.yaml import DataFileError
+from aw_mcp.wiring.assemble import make_faults
+from aw_mcp.wiring.settings import ServeSettings
 from tests.conftest import TOOL_SURFACES
 from tests.faults_support import SHOP, scenario_from
 
@@ -171,7 +171,7 @@ def test_start_up_warns_about_rules_that_match_no_served_tool(tmp_path, caplog):
         "  - {id: fine, match: {tool: [nope, 'sea*']}, effects: [{kind: empty}]}\n"
         "  - {id: other-domain, match: {domain: web}, effects: [{kind: empty}]}\n"
     )
-    with caplog.at_level("WARNING", logger="aw_mcp.runtime"):
+    with caplog.at_level("WARNING", logger="aw_mcp.wiring.assemble"):
         make_faults(ServeSettings(faults=[scenario]), Catalogue([SHOP]))
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 2

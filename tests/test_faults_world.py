@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from aw_mcp.data_files import bundled_dir
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import GenerationRequest
-from aw_mcp.simulator import WorldSimulator
-from tests.engine_support import RecordingEngine, prompt_text
-from tests.fake_engine import FakeEngine
+from aw_mcp.files.bundled import bundled_dir
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine, RecordingEngine
+from tests.engine_support import prompt_text
 from tests.faults_support import client_for, fake_reply, fired, in_episode, make_simulator
 
 pytestmark = pytest.mark.anyio
@@ -37,14 +37,14 @@ def last_user_message(request: GenerationRequest) -> str:
 
 
 async def run_commands_on_the_real_model(
-    embedded_engine, scenario: str, commands: list[str], max_tokens: int
+    small_model_engine, scenario: str, commands: list[str], max_tokens: int
 ) -> tuple[WorldSimulator, RecordingEngine, list]:
     """``commands`` through run_command in one episode, the real model behind a recorder;
     the terminal domain is cut to that one tool (a short prompt keeps the test quick)."""
     domain = load_domain("terminal").model_copy(deep=True)
     domain.tools = [domain.tool("run_command")]
     domain.generation.max_tokens = max_tokens
-    engine = RecordingEngine(embedded_engine)
+    engine = RecordingEngine(small_model_engine)
     await engine.start()
     simulator = make_simulator(scenario, engine=engine, domain=domain)
     try:
@@ -123,12 +123,13 @@ rules:
     assert DISK_FULL in last_user_message(engine.requests[1])
 
 
-async def test_disk_full_through_the_real_embedded_model(embedded_engine):
+@pytest.mark.slow
+async def test_disk_full_through_the_real_embedded_model(small_model_engine):
     """The bundled disk-full scenario on the terminal domain with the real model: the model
     answers every call, the condition reaches every prompt from the 3rd call on, and it is
     recorded. What the tiny model writes is not asserted beyond being an observation."""
     simulator, engine, results = await run_commands_on_the_real_model(
-        embedded_engine,
+        small_model_engine,
         (bundled_dir("faults") / "disk-full.yaml").read_text(),
         ["pwd", "echo hi > notes.txt", "df -h /", "touch b.txt"],
         max_tokens=12,
@@ -142,12 +143,13 @@ async def test_disk_full_through_the_real_embedded_model(embedded_engine):
     assert records[2].faults[0]["rule"] == "disk-fills-up"
 
 
-async def test_a_protocol_fault_never_leaks_into_the_world_the_real_model_sees(embedded_engine):
+@pytest.mark.slow
+async def test_a_protocol_fault_never_leaks_into_the_world_the_real_model_sees(small_model_engine):
     """After an injected 429 (a protocol fault: the request never reached the environment),
     the real model's later prompts leave the failed call out (its text and any stand-in), and
     none of its answers repeats the fault. A world condition, by contrast, stays in the world."""
     simulator, engine, results = await run_commands_on_the_real_model(
-        embedded_engine,
+        small_model_engine,
         """
 name: rate-limited
 rules:

@@ -28,15 +28,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError, types
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.data_files import bundled_dir
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.engines.base import GenerationRequest
 from aw_mcp.faults.scenario import bundled_scenario_names, load_scenario
+from aw_mcp.files.bundled import bundled_dir
+from aw_mcp.files.yaml import DataFileError
 from aw_mcp.server.app import build_server
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.yaml_files import DataFileError
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.fuzz_support import (
     ANSWER_EVERY_CALL,
     RawStdioServer,
@@ -165,6 +165,7 @@ def http_session() -> Iterator[RawHttpSession]:
             session.close()
 
 
+@pytest.mark.slow
 @fuzz(examples=400)
 @given(wire_lines())
 def test_every_http_request_gets_one_answer_with_its_id(http_session, line: WireLine):

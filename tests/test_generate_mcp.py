@@ -16,13 +16,12 @@ import pytest
 import yaml
 
 from aw_mcp.cli import main
-from aw_mcp.trajectories.generate_mcp import generate_mcp_world, prepare_world, python_server
-from aw_mcp.trajectories.records import load_record_dir
-from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
-from aw_mcp.trajectories.shell_tools import RUN_COMMAND, ShellTool
-from aw_mcp.trajectories.sources import SOURCE_NAMES
-from aw_mcp.trajectories.sources.os_home import HOME_ALEX, NOTES, _os_script
-from aw_mcp.trajectories.sources.swe_repo import (
+from aw_mcp.generation.mcp_servers import generate_mcp_world, prepare_world, python_server
+from aw_mcp.generation.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.generation.shell_tools import RUN_COMMAND, ShellTool
+from aw_mcp.generation.sources import SOURCE_NAMES
+from aw_mcp.generation.sources.os_home import HOME_ALEX, NOTES, _os_script
+from aw_mcp.generation.sources.swe_repo import (
     FIXES,
     HELDOUT_FAMILIES,
     IMPORT_EDIT,
@@ -35,6 +34,7 @@ from aw_mcp.trajectories.sources.swe_repo import (
     shell_families,
     swe_world_facts,
 )
+from aw_mcp.records.reader import load_record_dir
 
 
 def _missing() -> str:
@@ -130,6 +130,7 @@ def test_swe_scripts_run_the_tests_around_the_fix_and_hold_out_command_families(
     }
 
 
+@pytest.mark.external
 @pytest.mark.skipif(bool(_missing()), reason=_missing())
 def test_os_episode_recorded_from_the_real_filesystem_server(tmp_path: Path):
     out = tmp_path / "os"
@@ -179,6 +180,7 @@ def _swe_missing() -> str:
     return ""
 
 
+@pytest.mark.external
 @pytest.mark.skipif(bool(_swe_missing()), reason=_swe_missing())
 def test_swe_episode_runs_real_tests_and_commands_beside_the_mcp_servers(tmp_path: Path):
     old, new = FIXES[0]  # quantize(..., ROUND_HALF_UP): needs the import edit too

@@ -14,15 +14,9 @@ import yaml
 
 from aw_mcp.cli import main
 from aw_mcp.domain.loader import load_domain
-from aw_mcp.episode.store import RecordSink
-from aw_mcp.trajectories.generate_terminal import generate_terminal
-from aw_mcp.trajectories.records import load_record_dir
-from aw_mcp.trajectories.sandbox import (
-    BashSandbox,
-    CommandTimeout,
-    observation_text,
-)
-from aw_mcp.trajectories.terminal_scripts import (
+from aw_mcp.generation.sandbox import BashSandbox, CommandTimeout, observation_text
+from aw_mcp.generation.terminal import generate_terminal
+from aw_mcp.generation.terminal_scripts import (
     ABSENT_PROGRAMS,
     AFTER_FAULT,
     EXPLORE,
@@ -35,9 +29,11 @@ from aw_mcp.trajectories.terminal_scripts import (
     templates_for,
     world_fault_script,
 )
-from aw_mcp.trajectories.world_faults import world_fault
-from aw_mcp.trajectories.world_file import episode_worlds
-from aw_mcp.trajectories.worlds import from_world
+from aw_mcp.generation.world_faults import world_fault
+from aw_mcp.generation.worlds import from_world
+from aw_mcp.records.folder import episode_worlds
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.records.sink import RecordSink
 from tests.helpers import needs_sandbox
 
 
@@ -324,6 +320,7 @@ def test_world_fault_needs_a_condition_the_sandbox_can_make_real():
         world_fault("disk-full")  # a bundled scenario, but nothing here makes it real
 
 
+@pytest.mark.data
 def test_disk_full_condition_text_states_the_sandbox_disk_that_the_recordings_show():
     # The size is written twice, in code (the tmpfs the sandbox mounts) and in the scenario's
     # condition text (what the model is told); the committed recordings' df lines are what

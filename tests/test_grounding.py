@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from aw_mcp.config import ServeSettings
 from aw_mcp.domain.models import ToolCall
-from aw_mcp.episode.episode import Turn
-from aw_mcp.grounding import GroundingIndex
-from aw_mcp.runtime import build_simulator
+from aw_mcp.records.calls import Turn
 from aw_mcp.server.app import build_server
-from tests.conftest import REPO_ROOT, small_embedded_engine
-from tests.engine_support import RecordingEngine, write_tiny_domain
+from aw_mcp.simulation.grounding import GroundingIndex
+from aw_mcp.testing import RecordingEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import REPO_ROOT, small_engine
+from tests.engine_support import write_tiny_domain
 
 RECORDS = REPO_ROOT / "tests" / "data" / "train_records"
 
@@ -58,7 +59,7 @@ def test_a_tool_only_ever_called_without_arguments_is_grounded_on_its_calls():
     """The everything server's get-env has no arguments, nor has the call before it: nothing to
     rank by (bm25s refused to index it, and ``serve --grounding`` stopped), so its recorded
     calls are shown as they come."""
-    everything = GroundingIndex.from_record_dir(REPO_ROOT / "data/mcp/everything/train")
+    everything = GroundingIndex.from_record_dir(REPO_ROOT / "tests/data/records/everything")
     found = everything.retrieve("get-env", {}, [])
     assert len(found) >= 1
     assert all(t.tool == "get-env" and '"PATH"' in t.observation for t in found)
@@ -69,7 +70,7 @@ def test_a_tool_only_ever_called_without_arguments_is_grounded_on_its_calls():
 async def test_the_examples_are_in_the_current_turn_only(tmp_path):
     """With the real embedded model: the retrieved real observation is in the prompt of the
     call it was retrieved for, and later prompts still extend earlier ones (KV reuse)."""
-    engine = RecordingEngine(small_embedded_engine())
+    engine = RecordingEngine(small_engine())
     settings = ServeSettings(
         simulator=[str(write_tiny_domain(tmp_path))], grounding=RECORDS, grounding_k=2
     )

@@ -86,11 +86,11 @@ def _allowed_read(path: object) -> bool:
     return any(text.startswith(root) for root in roots)
 
 
-async def test_tool_calls_run_no_process_and_touch_no_host_file(embedded_engine, tmp_path):
+async def test_tool_calls_run_no_process_and_touch_no_host_file(small_model_engine, tmp_path):
     canary = tmp_path / "canary.txt"
     canary.write_text("SECRET-CONTENT-ON-THE-HOST")
     created = tmp_path / "created-by-agent.txt"
-    _, server = make_server(embedded_engine)
+    _, server = make_server(small_model_engine)
     async with Client(server, mode="legacy") as client:
         await client.call_tool("run_command", {"command": "true"})  # warm: model loaded
         with record_host_events() as events:

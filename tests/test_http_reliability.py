@@ -19,10 +19,11 @@ import httpx2
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
-from aw_mcp.episode.store import record_file_name
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server import http_app
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from aw_mcp.server.http_app import ScreenedBodies
+from aw_mcp.server.settings import ServerSettings
 from tests.helpers import TINY_DOMAIN
 from tests.http_support import NO_MODEL, RawHttpSession, http_serve
 
@@ -130,8 +131,11 @@ def test_a_body_over_the_limit_is_refused_before_anything_parses_it(monkeypatch)
 
 
 def test_the_body_limit_follows_the_argument_limit():
-    assert http_app.body_limit(256 * 1024) == 2 * 256 * 1024 + 64 * 1024
-    assert http_app.body_limit(100 * 1024 * 1024) == 4 * 1024 * 1024  # never past the SDK's
+    def body_limit(argument_bytes: int) -> int:
+        return ServerSettings(max_argument_bytes=argument_bytes).max_body_bytes
+
+    assert body_limit(256 * 1024) == 2 * 256 * 1024 + 64 * 1024
+    assert body_limit(100 * 1024 * 1024) == 4 * 1024 * 1024  # never past the SDK's
 
 
 def test_a_huge_body_is_refused_while_other_clients_are_served(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 
 from aw_mcp.server.app import build_server
-from tests.conftest import small_embedded_engine
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from tests.conftest import small_engine
 from tests.helpers import make_simulator, text_of
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ async def test_an_engine_the_caller_manages_stays_open():
 
 
 async def test_the_real_model_is_freed_on_shutdown():
-    engine = small_embedded_engine()
+    engine = small_engine()
     server = build_server(make_simulator(engine), owns_engine=True)
     async with Client(server) as client:
         result = await client.call_tool("run_command", {"command": "pwd"})

@@ -9,10 +9,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from aw_mcp.engines.base import ChatMessage, EngineError, GenerationControl, GenerationRequest
-from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions, embedded_model_path
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+from aw_mcp.errors import EngineError
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from tests.conftest import small_embedded_engine
+from aw_mcp.testing import small_model_path
+from tests.conftest import small_engine
 from tests.helpers import make_server, text_of
 
 pytestmark = pytest.mark.anyio
@@ -23,12 +25,12 @@ COUNTING = [
 
 
 def test_the_embedded_model_ships_with_the_package():
-    path = embedded_model_path()
+    path = small_model_path()
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
 
 
-async def test_a_call_is_answered_by_the_real_model_through_mcp(embedded_engine):
-    simulator, server = make_server(embedded_engine)
+async def test_a_call_is_answered_by_the_real_model_through_mcp(small_model_engine):
+    simulator, server = make_server(small_model_engine)
     async with Client(server, mode="legacy") as client:
         result = await client.call_tool("run_command", {"command": "echo hello"})
         (record,) = simulator.episodes.all()[0].records  # a legacy connection's ends with it
@@ -39,8 +41,10 @@ async def test_a_call_is_answered_by_the_real_model_through_mcp(embedded_engine)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_second_step_evaluates_only_the_tokens_added_since_the_first(embedded_engine, mode):
-    simulator, server = make_server(embedded_engine)
+async def test_second_step_evaluates_only_the_tokens_added_since_the_first(
+    small_model_engine, mode
+):
+    simulator, server = make_server(small_model_engine)
     async with Client(server, mode=mode) as client:
         await client.call_tool("run_command", {"command": "pwd"})
         await client.call_tool("run_command", {"command": "ls -la"})
@@ -58,8 +62,8 @@ async def test_second_step_evaluates_only_the_tokens_added_since_the_first(embed
 async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating():
     # One sequence (no batching): every switch saves one episode's KV and restores the other's.
     # The batched path keeps each in its own sequence (tests/test_batching.py).
-    embedded_engine = small_embedded_engine(batch_slots=1)
-    simulator, server = make_server(embedded_engine)
+    small_model_engine = small_engine(batch_slots=1)
+    simulator, server = make_server(small_model_engine)
     async with Client(server) as client:
         for episode, command in [("a", "pwd"), ("b", "whoami"), ("a", "ls"), ("b", "date")]:
             await client.call_tool(
@@ -70,11 +74,11 @@ async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating
         first, second = episodes[episode_id].records
         assert second.stats.restored_snapshot, episode_id
         assert second.stats.reused_prompt_tokens >= first.stats.prompt_tokens
-    assert embedded_engine.counters.snapshot_restores >= 2
+    assert small_model_engine.counters.snapshot_restores >= 2
 
 
 async def test_a_snapshot_budget_too_small_evicts_and_still_answers():
-    engine = small_embedded_engine(snapshot_budget_bytes=1)
+    engine = small_engine(kv_snapshot_mb=0)
     simulator, server = make_server(engine)
     async with Client(server) as client:
         for episode in ("a", "b", "a"):
@@ -87,7 +91,7 @@ async def test_a_snapshot_budget_too_small_evicts_and_still_answers():
     assert not third.stats.restored_snapshot  # re-evaluated: correct, just slower
 
 
-async def test_cancelling_the_control_stops_generation_promptly(embedded_engine):
+async def test_cancelling_the_control_stops_generation_promptly(small_model_engine):
     control = GenerationControl()
     seen = []
 
@@ -98,13 +102,13 @@ async def test_cancelling_the_control_stops_generation_promptly(embedded_engine)
 
     control.on_token = on_token
     request = GenerationRequest(messages=COUNTING, max_tokens=600)
-    result = await embedded_engine.generate(request, control)
+    result = await small_model_engine.generate(request, control)
     assert result.finish_reason == "cancelled"
     assert result.stats.completion_tokens == 10
 
 
 async def test_a_cancelled_mcp_request_stops_its_generation_and_the_server_goes_on(tmp_path):
-    engine = small_embedded_engine()
+    engine = small_engine()
     domain = tmp_path / "slow.yaml"
     # A world whose every answer is long, so the call is still generating when cancelled.
     domain.write_text(
@@ -137,7 +141,7 @@ async def test_a_cancelled_mcp_request_stops_its_generation_and_the_server_goes_
 
 
 async def test_a_missing_model_file_is_a_clear_error_for_every_call(tmp_path):
-    engine = LlamaCppEngine(LlamaCppOptions(model_path=tmp_path / "nope.gguf", n_threads=2))
+    engine = LlamaCppEngine(LlamaCppOptions(model=str(tmp_path / "nope.gguf"), threads=2))
     _, server = make_server(engine)
     async with Client(server) as client:
         listed = await client.list_tools()  # listing never waits for the model
@@ -151,17 +155,17 @@ async def test_a_missing_model_file_is_a_clear_error_for_every_call(tmp_path):
 async def test_a_file_that_is_not_a_gguf_model_is_a_clear_error(tmp_path):
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"not a model")
-    engine = LlamaCppEngine(LlamaCppOptions(model_path=bogus, n_threads=2))
+    engine = LlamaCppEngine(LlamaCppOptions(model=str(bogus), threads=2))
     with pytest.raises(EngineError, match="could not load the model"):
         await engine.count_tokens(COUNTING)
 
 
-async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
-    simulator, _ = make_server(embedded_engine)
-    await embedded_engine.start()
+async def test_a_call_renders_and_tokenizes_its_prompt_once(small_model_engine):
+    simulator, _ = make_server(small_model_engine)
+    await small_model_engine.start()
     calls = []
-    tokenize = embedded_engine._render_and_tokenize
-    embedded_engine._render_and_tokenize = lambda messages: calls.append(1) or tokenize(messages)
+    tokenize = small_model_engine._render_and_tokenize
+    small_model_engine._render_and_tokenize = lambda messages: calls.append(1) or tokenize(messages)
     tool = simulator.catalogue.get("run_command")
     async with anyio.create_task_group() as tg:  # concurrent episodes interleave their calls
         for episode in ("a", "b", "c"):
@@ -171,7 +175,7 @@ async def test_a_call_renders_and_tokenizes_its_prompt_once(embedded_engine):
 
 
 def test_stop_strings_are_found_from_the_newest_tokens():
-    from aw_mcp.engines.local import StopStrings
+    from aw_mcp.engines.decoding import StopStrings
 
     decoded = []
 
@@ -188,12 +192,12 @@ def test_stop_strings_are_found_from_the_newest_tokens():
     assert stops.cut([ord(c) for c in "a ### b ### c"]) == "a "  # the earliest occurrence
 
 
-async def test_a_prompt_the_chat_template_refuses_is_a_clear_engine_error(embedded_engine):
+async def test_a_prompt_the_chat_template_refuses_is_a_clear_engine_error(small_model_engine):
     from aw_mcp.engines.chat_format import ChatRenderer
 
-    await embedded_engine.start()
-    embedded_engine._renderer = ChatRenderer(
+    await small_model_engine.start()
+    small_model_engine._renderer = ChatRenderer(
         template="{{ raise_exception('roles must alternate') }}"
     )
     with pytest.raises(EngineError, match="could not render or tokenize the prompt: roles must"):
-        await embedded_engine.count_tokens(COUNTING)
+        await small_model_engine.count_tokens(COUNTING)

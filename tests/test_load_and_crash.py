@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from aw_mcp.episode.store import record_file_name
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.fuzz_support import ANSWER_EVERY_CALL
 from tests.helpers import TINY_DOMAIN, text_of
@@ -40,6 +40,7 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_hundred_concurrent_episodes_are_each_recorded_in_order(tmp_path):
     records = tmp_path / "records"

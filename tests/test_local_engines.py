@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
-from tests.conftest import small_embedded_engine
+from tests.conftest import small_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ PROMPT = [
 @pytest.fixture(params=["llama-cpp", "transformers"])
 def local_engine(request):
     if request.param == "llama-cpp":
-        return small_embedded_engine()
+        return small_engine()
     return request.getfixturevalue("transformers_engine")
 
 

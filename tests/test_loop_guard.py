@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.loop_guard import LoopGuard, LoopGuardSettings
-from aw_mcp.trajectories.records import load_record_dir
-from tests.conftest import REPO_ROOT, small_embedded_engine
+from aw_mcp.records.reader import load_record_dir
+from tests.conftest import REPO_ROOT, small_engine
 
 # A tiny vocabulary: token id -> its text.
 VOCAB = ["README.md\n", "[exit code: 0]", "tests\n", "x"]
@@ -102,6 +102,7 @@ def test_unique_names_is_a_regular_expression_with_a_group():
         LoopGuardSettings(unique_names=r"\[ref=(\w+\]")
 
 
+@pytest.mark.data
 def test_records_never_trip_the_guard():
     """Its threshold is measured on real observations (all of them, in the module docstring);
     here every 7th record file, each answer at every 16th length as it grows while decoded."""
@@ -171,6 +172,7 @@ def _search_results() -> list[str]:
     return [brave, tavily]
 
 
+@pytest.mark.data
 def test_real_answers_never_trip_the_search_worlds_rule():
     """The search world's rule (search.yaml) against the real pages of the fetch server its
     fetch tool copies (its search tools have no records) and real-looking results, every
@@ -187,7 +189,7 @@ def test_real_answers_never_trip_the_search_worlds_rule():
 
 @pytest.mark.parametrize("loop_guard", [False, True])
 def test_the_embedded_model_asked_to_repeat_stops_repeating_with_the_guard(loop_guard):
-    engine = small_embedded_engine(loop_guard=loop_guard)
+    engine = small_engine(loop_guard=loop_guard)
     request = GenerationRequest(
         messages=[
             ChatMessage(

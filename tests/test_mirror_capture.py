@@ -12,16 +12,16 @@ import time
 import pytest
 from mcp import Client
 
-from aw_mcp.catalogue import Catalogue
 from aw_mcp.cli import main
-from aw_mcp.config import ServeSettings
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.mirror import load_tools_file, mirror_domain, mirror_domain_name
-from aw_mcp.runtime import build_catalogue
+from aw_mcp.files.yaml import DataFileError
 from aw_mcp.server.app import wire_tool
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_catalogue
+from aw_mcp.wiring.settings import ServeSettings
 from tests.conftest import REPO_ROOT, TOOL_SURFACES
-from tests.fake_engine import FakeEngine
 from tests.test_structured_output import STRUCTURED_CAPTURES
 from tests.tool_calls import example_arguments, simulated_server, with_max_tokens
 
@@ -109,6 +109,7 @@ def test_raw_json_rpc_responses_load_and_names_become_domain_names(tmp_path):
     assert mirror_domain_name(path) == "my-server"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "capture", [c for c in CAPTURES if c not in STRUCTURED_CAPTURES] or ["(none)"]

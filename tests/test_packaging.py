@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
+@pytest.mark.slow
 def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
     wheels, target = tmp_path / "wheels", tmp_path / "site"
     subprocess.run(
@@ -44,9 +47,9 @@ def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
         timeout=300,
     )
     probe = (
-        "import aw_mcp, aw_mcp.data_files as d;"
+        "import aw_mcp, aw_mcp.files.bundled as d;"
         "print(aw_mcp.__file__); print(d.bundled_dir('simulators'));"
-        "print(d.bundled_dir('faults')); import aw_mcp.adapters as a;"
+        "print(d.bundled_dir('faults')); import aw_mcp.models.adapters as a;"
         "print(a.bundled_adapters()[0])"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}  # the installed copy wins over the checkout
@@ -71,7 +74,7 @@ def test_an_installed_wheel_finds_its_bundled_data(tmp_path):
     # The viewer's templates are package data: the installed copy renders a report.
     records = tmp_path / "records"
     records.mkdir()
-    heldout = REPO_ROOT / "data" / "terminal" / "heldout"
+    heldout = REPO_ROOT / "tests" / "data" / "real_terminal"
     first = sorted(heldout.glob("*.jsonl"))[0]
     (records / first.name).write_bytes(first.read_bytes())
     subprocess.run(

@@ -8,21 +8,22 @@ import anyio
 import pytest
 from mcp import Client
 
-from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.reasoning import only_thinking, strip_reasoning
-from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.prompt import (
     AgentWorldProfile,
     PromptProfile,
     SmallModelProfile,
     build_messages,
 )
-from aw_mcp.runtime import build_simulator
+from aw_mcp.records.calls import Turn
 from aw_mcp.server.app import build_server
-from tests.conftest import small_embedded_engine
-from tests.engine_support import TEST_THREADS, RecordingEngine, write_tiny_domain
+from aw_mcp.testing import RecordingEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import small_engine
+from tests.engine_support import TEST_THREADS, write_tiny_domain
 
 LS = ToolCall(tool="run_command", arguments={"command": "ls -la"})
 
@@ -129,7 +130,7 @@ def test_reasoning_helpers():
 async def test_agentworld_profile_on_the_embedded_model(tmp_path):
     """The profile end to end on a real (tiny, untrained for it) model: the prompt has the
     trained shape and the answer comes back as an observation."""
-    engine = RecordingEngine(small_embedded_engine(n_threads=TEST_THREADS))
+    engine = RecordingEngine(small_engine(threads=TEST_THREADS))
     settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))], profile="agentworld")
     simulator = build_simulator(settings, engine=engine)
     async with Client(build_server(simulator), mode="legacy") as client:

@@ -23,12 +23,10 @@ import pytest
 import yaml
 from mcp import Client
 
-from aw_mcp.config import ServeSettings
+from aw_mcp.capture.record_proxy import observation_of
 from aw_mcp.domain.loader import load_domain
-from aw_mcp.runtime import build_simulator
-from aw_mcp.server.app import build_server
-from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.trajectories.generate_mcp import (
+from aw_mcp.evaluation.volatile import mask_volatile
+from aw_mcp.generation.mcp_servers import (
     McpWorld,
     Ref,
     generate_mcp_world,
@@ -36,14 +34,16 @@ from aw_mcp.trajectories.generate_mcp import (
     resolve_refs,
     write_source_file,
 )
-from aw_mcp.trajectories.record_proxy import observation_of
-from aw_mcp.trajectories.records import load_record_dir
-from aw_mcp.trajectories.sandbox import SandboxUnavailable, ensure_user
-from aw_mcp.trajectories.sources import SOURCE_NAMES, source, web_sites
-from aw_mcp.trajectories.sources import web as web_source
-from aw_mcp.trajectories.volatile import mask_volatile
+from aw_mcp.generation.sandbox import SandboxUnavailable, ensure_user
+from aw_mcp.generation.sources import SOURCE_NAMES, source, web_sites
+from aw_mcp.generation.sources import web as web_source
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.server.app import build_server
+from aw_mcp.server.episode_identity import EPISODE_META_KEY
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
 from tests.conftest import REPO_ROOT
-from tests.fake_engine import FakeEngine
 
 MCP_SOURCES = [name for name in SOURCE_NAMES if isinstance(source(name), McpWorld)]
 NEW_SOURCES = [name for name in MCP_SOURCES if name != "os"]  # os: a held-out seed, no split
@@ -123,6 +123,7 @@ RECORDED_FOLDERS = sorted(
 )
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("folder", RECORDED_FOLDERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_the_command_in_source_yaml_draws_the_recorded_episodes_again(folder: Path):
     """Every committed folder of an MCP source can be recorded again by its source.yaml
@@ -265,6 +266,7 @@ def _text(markup: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", "", markup)).split())
 
 
+@pytest.mark.external
 @pytest.mark.skipif(
     not web_sites.DOC_ROOTS["pam"].is_dir(),
     reason="libpam-doc is not installed (apt-get install libpam-doc; see .ci/run)",
@@ -344,6 +346,7 @@ async def _replay(records: Path, settings: ServeSettings) -> None:
     assert never.requests == []
 
 
+@pytest.mark.external
 @pytest.mark.skipif(bool(_cannot_record("time")), reason=_cannot_record("time"))
 def test_a_time_server_episode_is_recorded_in_the_sandbox_and_replays(tmp_path: Path):
     out = tmp_path / "time"
@@ -358,6 +361,7 @@ def test_a_time_server_episode_is_recorded_in_the_sandbox_and_replays(tmp_path: 
     anyio.run(_replay, out, ServeSettings(tools_from=[out / "tools" / "time.json"], replay=out))
 
 
+@pytest.mark.external
 @pytest.mark.skipif(bool(_cannot_record("web")), reason=_cannot_record("web"))
 def test_a_playwright_episode_on_loopback_is_recorded_and_replays(tmp_path: Path):
     out = tmp_path / "web"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError, StdioServerParameters, types
 
+from aw_mcp.capture.record_proxy import domain_name_for, observation_of, proxy_target
 from aw_mcp.episode.prompt import PromptProfile
-from aw_mcp.trajectories.export import DomainResolver, render_episode
-from aw_mcp.trajectories.record_proxy import domain_name_for, observation_of, proxy_target
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.export.rendering import DomainResolver, render_episode
+from aw_mcp.records.reader import load_record_dir
 
 pytestmark = pytest.mark.anyio
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.episode.store import RecordSink
-from aw_mcp.trajectories.records import load_record_dir, read_record_file
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.files.yaml import DataFileError
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import load_record_dir, read_record_file
+from aw_mcp.records.sink import RecordSink
 
 
 def _record(index: int, episode: str, source: str = "real", **extra) -> CallRecord:
@@ -63,8 +63,8 @@ def test_a_fault_error_reads_back_as_a_request_that_never_reached_the_world(tmp_
 def test_each_episode_is_trained_in_its_own_world_else_its_folders(tmp_path):
     """aw-mcp train renders an episode with its worlds/<episode>.yaml, else the record
     folder's world.yaml; a folder with neither leaves the domain's world alone."""
-    from aw_mcp.trajectories.records import RecordedEpisode
-    from aw_mcp.trajectories.world_file import record_dir_worlds
+    from aw_mcp.records.folder import record_dir_worlds
+    from aw_mcp.records.reader import RecordedEpisode
 
     (tmp_path / "worlds").mkdir()
     (tmp_path / "worlds" / "own.yaml").write_text("facts: {user: ops}\n")

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from aw_mcp.capture.record_proxy import proxy_target
 from aw_mcp.cli import main
-from aw_mcp.config import ServeSettings
-from aw_mcp.runtime import build_simulator
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.trajectories.record_proxy import proxy_target
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
 
 pytestmark = pytest.mark.anyio
 

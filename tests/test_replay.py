@@ -10,13 +10,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from aw_mcp.cli import build_parser
-from aw_mcp.config import ServeSettings
-from aw_mcp.runtime import build_simulator
+from aw_mcp.commands.flags import settings_from_namespace
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.settings_cli import settings_from_namespace
-from tests.conftest import small_embedded_engine
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import small_engine
 from tests.helpers import TINY_DOMAIN, text_of
 
 pytestmark = pytest.mark.anyio
@@ -112,7 +112,7 @@ async def test_after_a_mismatch_the_model_answers_the_rest_of_the_episode(tmp_pa
 
 async def test_the_embedded_model_answers_a_divergent_call(tmp_path):
     records, recorded = await _record(tmp_path)
-    simulator, server = _replaying(records, "model", small_embedded_engine())
+    simulator, server = _replaying(records, "model", small_engine())
     results = await _call_all(server, [CALLS[0], ("run_command", {"command": "echo hi"})])
     assert text_of(results[0]) == recorded[0]
     assert results[1].is_error is False and text_of(results[1]).strip()

@@ -29,9 +29,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from aw_mcp.engines.llama_cpp import embedded_model_path
+from aw_mcp.records.reader import RecordedEpisode, load_record_dir
 from aw_mcp.server.episode_identity import EPISODE_HEADER
-from aw_mcp.trajectories.records import RecordedEpisode, load_record_dir
+from aw_mcp.testing import small_model_path
 from tests.engine_support import llama_cpp_server
 from tests.eval_support import fake_openai_server
 from tests.helpers import TINY_DOMAIN
@@ -41,10 +41,13 @@ REPO = Path(__file__).resolve().parents[1]
 HAPROXY_CFG = REPO / "examples" / "haproxy.cfg"
 EPISODES = 32
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("haproxy") is None,
-    reason="haproxy is not installed (apt-get install haproxy; .ci/run installs it)",
-)
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(
+        shutil.which("haproxy") is None,
+        reason="haproxy is not installed (apt-get install haproxy; .ci/run installs it)",
+    ),
+]
 
 
 def fake_world_model(messages: list[dict[str, str]]) -> str:
@@ -188,7 +191,7 @@ def test_replicas_share_llama_cpp_python_s_model_server(tmp_path: Path):
     """The same deployment with the real embedded model behind llama-cpp-python's
     OpenAI-compatible server (as .ci/run starts it); fewer episodes: it answers one at a time."""
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] (the test extra)")
-    with llama_cpp_server(embedded_model_path()) as base_url:
+    with llama_cpp_server(small_model_path()) as base_url:
         run = run_with_a_replica_killed(
             tmp_path, base_url, ["--simulator", str(TINY_DOMAIN)], 4, 1, 1
         )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aw_mcp.config import ServeSettings
-from aw_mcp.engines.base import ChatMessage, EngineError, GenerationRequest
-from aw_mcp.engines.llama_cpp import embedded_model_path
-from aw_mcp.engines.requantize import requantized
-from aw_mcp.runtime import make_engine
-from tests.conftest import REPO_ROOT, small_embedded_engine
+from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.errors import EngineError
+from aw_mcp.models.requantize import requantized
+from aw_mcp.testing import small_model_path
+from aw_mcp.wiring.assemble import make_engine
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import REPO_ROOT, small_engine
 
 Q8_0 = 7  # llama.cpp's LLAMA_FTYPE_MOSTLY_Q8_0, as written in general.file_type
 
@@ -22,8 +23,9 @@ def _file_type(path) -> int:
     return int(field.parts[field.data[0]][0])
 
 
+@pytest.mark.slow
 def test_the_model_is_converted_once_and_reused(tmp_path, capfd):
-    source = embedded_model_path()
+    source = small_model_path()
     assert _file_type(source) != Q8_0  # the embedded file is Q4_1
     converted = requantized(source, "q8_0", tmp_path)
     assert "converting to q8_0" not in capfd.readouterr().err  # not a line per tensor
@@ -36,9 +38,7 @@ def test_the_model_is_converted_once_and_reused(tmp_path, capfd):
 
 def test_an_engine_serves_the_converted_model_with_the_bundled_adapter(tmp_path):
     adapter = REPO_ROOT / "adapters" / "smollm2-135m-terminal.gguf"
-    engine = small_embedded_engine(
-        requantize="q8_0", requantize_folder=tmp_path, lora_paths=[adapter]
-    )
+    engine = small_engine(requantize="q8_0", requantize_folder=tmp_path, lora=[adapter])
     request = GenerationRequest(
         messages=[ChatMessage(role="user", content="Say hello.")], max_tokens=8
     )
@@ -55,7 +55,7 @@ def test_an_engine_serves_the_converted_model_with_the_bundled_adapter(tmp_path)
 
 def test_unknown_types_and_other_engines_are_refused(tmp_path):
     with pytest.raises(EngineError, match="q8_0"):
-        requantized(embedded_model_path(), "q2_k", tmp_path)  # type: ignore[arg-type]
+        requantized(small_model_path(), "q2_k", tmp_path)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="llama-cpp engine only"):
         make_engine(ServeSettings(engine="openai", requantize="q8_0"))
     with pytest.raises(ValueError):

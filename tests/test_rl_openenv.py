@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.records.reader import load_record_dir
 from tests.eval_support import fake_openai_server
 from tests.http_support import start_http_server
 
@@ -25,11 +25,14 @@ OPENENV_PYTHON = os.environ.get("AW_MCP_OPENENV_PYTHON", "")
 ROLLOUTS = 16
 EXAMPLE = REPO / "examples" / "openenv_rollouts.py"
 
-pytestmark = pytest.mark.skipif(
-    not Path(OPENENV_PYTHON or "/nonexistent").is_file(),
-    reason="OpenEnv is not installed: set AW_MCP_OPENENV_PYTHON to the python of a venv with "
-    "openenv-core==0.3.0 (.ci/run installs one)",
-)
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(
+        not Path(OPENENV_PYTHON or "/nonexistent").is_file(),
+        reason="OpenEnv is not installed: set AW_MCP_OPENENV_PYTHON to the python of a venv with "
+        "openenv-core==0.3.0 (.ci/run installs one)",
+    ),
+]
 
 
 def fake_world_model(messages: list[dict[str, str]]) -> str:

@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.config import ServeSettings
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import Engine
-from aw_mcp.runtime import build_simulator
 from aw_mcp.simulation.sampling import SEED_BITS, SamplingSettings
-from aw_mcp.simulator import SimulatorSettings, WorldSimulator
-from tests.conftest import small_embedded_engine
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import SimulatorOptions, WorldSimulator
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import small_engine
 from tests.faults_support import ITEM, SHOP
 from tests.helpers import TINY_DOMAIN
 
@@ -46,7 +46,7 @@ def test_the_first_attempt_keeps_the_domains_temperature_and_retries_use_the_set
 
 
 def structured_simulator(engine: FakeEngine, sampling: SamplingSettings) -> WorldSimulator:
-    return WorldSimulator(Catalogue([SHOP]), engine, settings=SimulatorSettings(sampling=sampling))
+    return WorldSimulator(Catalogue([SHOP]), engine, options=SimulatorOptions.of(sampling))
 
 
 def always_broken_then_valid(engine_requests: list) -> str:
@@ -86,9 +86,8 @@ def test_serve_settings_reach_the_simulator(monkeypatch):
     monkeypatch.setenv("AW_MCP_SAMPLING_SEED", "1234")
     settings = ServeSettings(simulator=[str(TINY_DOMAIN)], retry_temperature=0.25)
     simulator = build_simulator(settings, engine=FakeEngine())
-    assert simulator.generator.sampling == SamplingSettings(
-        sampling_seed=1234, retry_temperature=0.25
-    )
+    sampling = simulator.generator.sampling
+    assert (sampling.sampling_seed, sampling.retry_temperature) == (1234, 0.25)
     for field in ("sampling_seed", "retry_temperature"):
         assert ServeSettings.model_fields[field].description
 
@@ -108,8 +107,8 @@ async def sampled_answers(engine: Engine, episodes: list[str]) -> dict[str, str]
 
 async def test_on_the_embedded_model_episodes_sample_their_own_reproducible_answers():
     episodes = [f"agent-{i}" for i in range(4)]
-    first = await sampled_answers(small_embedded_engine(), episodes)
-    again = await sampled_answers(small_embedded_engine(), episodes)
+    first = await sampled_answers(small_engine(), episodes)
+    again = await sampled_answers(small_engine(), episodes)
     assert first == again  # same settings, same episodes: the same answers
     # the same prompt in different episodes no longer gets one identical "random" answer
     assert len(set(first.values())) > 1, first

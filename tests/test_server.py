@@ -9,7 +9,7 @@ import pytest
 from mcp import Client, MCPError, types
 
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.helpers import make_server, text_of
 
 pytestmark = pytest.mark.anyio

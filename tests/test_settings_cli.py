@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from aw_mcp.cli import build_parser
-from aw_mcp.config import ServeSettings
-from aw_mcp.settings_cli import flag_name, settings_table
+from aw_mcp.commands.flags import flag_name, settings_table
+from aw_mcp.wiring.settings import ServeSettings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -44,7 +44,7 @@ def test_flags_override_environment_and_defaults(monkeypatch):
             "--no-replay-read-only",
         ]
     )
-    from aw_mcp.settings_cli import settings_from_namespace
+    from aw_mcp.commands.flags import settings_from_namespace
 
     settings = settings_from_namespace(ServeSettings, args)
     assert settings.n_ctx == 2048  # flag over env
@@ -67,6 +67,6 @@ def test_readme_table_is_the_generated_one():
     assert block, "README has no generated settings table"
     assert block.group(1).strip() == settings_table(ServeSettings), (
         "README's settings table is stale: regenerate it with "
-        "python -c 'from aw_mcp.settings_cli import settings_table; "
-        "from aw_mcp.config import ServeSettings; print(settings_table(ServeSettings))'"
+        "python -c 'from aw_mcp.commands.flags import settings_table; "
+        "from aw_mcp.wiring.settings import ServeSettings; print(settings_table(ServeSettings))'"
     )

@@ -9,22 +9,24 @@ import logging
 import anyio
 import pytest
 
-from aw_mcp.answers import ToolAnswer
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.answers import ToolAnswer
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import ToolCall
-from aw_mcp.engines.base import EngineError, GenerationRequest
-from aw_mcp.episode.episode import Episode, Turn
+from aw_mcp.engines.base import GenerationRequest
+from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.errors import EngineError
 from aw_mcp.faults.layer import FaultDecision, JsonRpcFault, NoFaults
+from aw_mcp.records.calls import Turn
 from aw_mcp.simulation.context_window import ContextFitter, PromptTooLongError
 from aw_mcp.simulation.fault_step import FaultStep, RpcFaultError
-from aw_mcp.simulation.generation import ObservationGenerator, parse_structured
+from aw_mcp.simulation.observation import ObservationGenerator, parse_structured
 from aw_mcp.simulation.progress import PROGRESS_INTERVAL_S, generate_with_progress
+from aw_mcp.simulation.read_repeats import ReadRepeats
 from aw_mcp.simulation.recording import PendingRecord
-from aw_mcp.simulation.replay import ReadOnlyReplay
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import ITEM, ITEM_SCHEMA, SHOP
 from tests.helpers import TINY_DOMAIN
 
@@ -106,7 +108,7 @@ async def test_act_waits_then_fails_with_the_json_rpc_error():
 
 
 def test_replay_repeats_a_read_only_observation_until_something_may_have_changed():
-    replay = ReadOnlyReplay()
+    replay = ReadRepeats()
     episode = episode_with(("read_file", {"path": "/a"}, "alpha"))
     assert replay.lookup(episode, READ, {"path": "/a"}) == ToolAnswer(text="alpha")
     assert replay.lookup(episode, READ, {"path": "/b"}) is None  # never read
@@ -116,7 +118,7 @@ def test_replay_repeats_a_read_only_observation_until_something_may_have_changed
     )
     assert replay.lookup(episode, READ, {"path": "/a"}) is None  # a command ran since
     assert (
-        ReadOnlyReplay(enabled=False).lookup(
+        ReadRepeats(enabled=False).lookup(
             episode_with(("read_file", {"path": "/a"}, "a")), READ, {"path": "/a"}
         )
         is None
@@ -124,7 +126,7 @@ def test_replay_repeats_a_read_only_observation_until_something_may_have_changed
 
 
 def test_replay_skips_errors_damaged_answers_and_changed_conditions():
-    replay = ReadOnlyReplay()
+    replay = ReadRepeats()
     for fields in ({"is_error": True}, {"damaged": True}, {"conditions": ["disk full"]}):
         episode = episode_with(("read_file", {"path": "/a"}, "alpha"), **fields)
         assert replay.lookup(episode, READ, {"path": "/a"}) is None, fields
@@ -137,7 +139,7 @@ def test_replay_of_a_structured_tool_returns_its_structured_content():
     episode = Episode("ep", "shop")
     action = ToolCall(tool="get_item", arguments={"id": "42"})
     episode.add_turn(Turn(index=1, action=action, observation=text))
-    replayed = ReadOnlyReplay().lookup(episode, served, {"id": "42"})
+    replayed = ReadRepeats().lookup(episode, served, {"id": "42"})
     assert replayed == ToolAnswer(text=text, structured=ITEM)
 
 

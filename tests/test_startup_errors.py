@@ -12,7 +12,7 @@ import pytest
 
 from aw_mcp.cli import build_parser
 from aw_mcp.domain.mirror import load_tools_file
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.files.yaml import DataFileError
 from tests.helpers import TINY_DOMAIN
 from tests.http_support import SERVE
 

@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
 from aw_mcp.server.episode_identity import EPISODE_HEADER
-from tests.fake_engine import FakeEngine
+from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_server
 from tests.http_support import http_serve
 

@@ -1,5 +1,5 @@
-"""Grammars of text answers (aw_mcp/text_grammars.py): the web snapshot's grammar takes every
-real snapshot, everything it takes parses as YAML, and both local engines keep to it, closing
+"""Grammars of text answers (aw_mcp/engines/text_grammars.py): the web snapshot's grammar takes
+every real snapshot, everything it takes parses as YAML, and both local engines keep to it, closing
 the page state near max_tokens; the digit-masked loop guard of the web world."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.constraints import ConstrainedChooser, closing_tokens
 from aw_mcp.engines.loop_guard import LoopGuard, loops_by
 from aw_mcp.engines.sampling import SamplingParams, TokenSampler
-from aw_mcp.text_grammars import TextGrammar, compile_lark, expand
-from tests.fake_engine import FakeEngine
+from aw_mcp.engines.text_grammars import TextGrammar, compile_lark, expand
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import client_for, in_episode, make_simulator
 from tests.test_structured_output import engine, looping  # noqa: F401 (fixtures)
 
@@ -57,6 +57,7 @@ def _tree(text: str):
     return yaml.safe_load(match.group(1))
 
 
+@pytest.mark.data
 def test_every_real_snapshot_keeps_to_the_web_grammar():
     snapshots = _web_observations("browser_snapshot")
     assert len(snapshots) > 300
@@ -255,6 +256,7 @@ async def test_transformers_keeps_to_the_grammar_too(transformers_engine):
 # -- the web world's loop guard -----------------------------------------------------------------
 
 
+@pytest.mark.data
 def test_the_web_guard_catches_a_block_with_counting_refs_and_never_a_real_observation():
     settings = WEB.generation.loop_guard
     assert settings is not None and settings.mask_digits

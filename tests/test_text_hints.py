@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from aw_mcp.capture.text_hints import annotate_captures, infer_text_hints
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.domain.models import ToolSpec
-from aw_mcp.trajectories.export import CAPTURES_FOLDER
-from aw_mcp.trajectories.records import load_record_dir
-from aw_mcp.trajectories.text_hints import annotate_captures, infer_text_hints
-from tests.fake_engine import FakeEngine
+from aw_mcp.records.folder import CAPTURES_FOLDER
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.testing import FakeEngine
 from tests.tool_calls import simulated_server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,6 +110,7 @@ def test_a_hint_must_name_the_one_required_property():
         )
 
 
+@pytest.mark.data
 @pytest.mark.parametrize(
     "folder", ["mcp/memory/train", "mcp/time/train", "mcp/sequential-thinking/train", "os"]
 )
@@ -133,9 +134,9 @@ def test_every_committed_structured_record_round_trips_through_its_capture(folde
 
 
 def test_annotating_a_record_dir_writes_the_hints_into_its_capture(tmp_path):
-    source = MCP_RECORDS / "memory" / "train"
+    source = REPO / "tests" / "data" / "records" / "memory"
     shutil.copytree(source / CAPTURES_FOLDER, tmp_path / CAPTURES_FOLDER)
-    for path in sorted(source.glob("*.jsonl"))[:4]:
+    for path in sorted(source.glob("*.jsonl")):
         shutil.copy(path, tmp_path)
     capture = tmp_path / CAPTURES_FOLDER / "memory.json"
     data = json.loads(capture.read_text())
@@ -214,7 +215,7 @@ def test_the_bundled_mcp_world_writes_structured_content_as_its_server_does():
 
 
 def test_an_output_fault_damages_the_text_as_the_server_would_write_it():
-    from aw_mcp.answers import ToolAnswer
+    from aw_mcp.domain.answers import ToolAnswer
     from aw_mcp.faults.output import damage
     from aw_mcp.faults.scenario import TruncateEffect
 

@@ -17,15 +17,14 @@ import pytest
 pytest.importorskip("peft")
 pytest.importorskip("torch")
 
-from aw_mcp.adapters import read_adapter_info
-from aw_mcp.config import ServeSettings
 from aw_mcp.domain.loader import load_domain, load_world
 from aw_mcp.domain.models import ToolCall
 from aw_mcp.engines.base import GenerationRequest
-from aw_mcp.engines.llama_cpp import embedded_model_path
 from aw_mcp.episode.prompt import SmallModelProfile, build_messages
-from aw_mcp.models import resolve_model
-from aw_mcp.runtime import build_catalogue, resolve_adapters, serving_profile
+from aw_mcp.models.adapters import read_adapter_info
+from aw_mcp.models.fetch import resolve_model
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.testing import small_model_path
 from aw_mcp.training.examples import (
     DomainContext,
     ServingFormat,
@@ -40,16 +39,19 @@ from aw_mcp.training.gguf_adapter import (
 )
 from aw_mcp.training.lora import load_for_training
 from aw_mcp.training.trainer import ADAPTER, CHECKPOINT, Trainer, TrainSettings, validation_loss
-from aw_mcp.trajectories.records import load_record_dir
-from tests.conftest import REPO_ROOT, TEST_THREADS, small_embedded_engine
+from aw_mcp.wiring.assemble import build_catalogue, resolve_adapters, serving_profile
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import REPO_ROOT, TEST_THREADS, small_engine
 from tests.engine_support import write_tiny_domain
+
+pytestmark = pytest.mark.transformers
 
 DATA = REPO_ROOT / "tests" / "data"
 
 
 @pytest.fixture(scope="module")
 def serving_format() -> ServingFormat:
-    return ServingFormat.from_gguf(embedded_model_path())
+    return ServingFormat.from_gguf(small_model_path())
 
 
 def _examples(domain_file: Path, fmt: ServingFormat):
@@ -103,11 +105,11 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
 
     torch.manual_seed(0)
     torch.set_num_threads(TEST_THREADS)
-    loaded = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    loaded = load_for_training(small_model_path(), settings.rank, settings.alpha, "cpu")
     meta = AdapterMetadata(
         alpha=settings.alpha,
         profile="small",
-        base_model=embedded_model_path().name,
+        base_model=small_model_path().name,
         domains=["terminal"],
         n_layers=loaded.n_layers,
         n_head=loaded.n_head,
@@ -121,14 +123,14 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     assert summary["val_loss"] < before * 0.7, (before, summary["val_loss"])
 
     # --init-from: a new run starts from these weights (fresh optimizer), not from the base.
-    warm = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    warm = load_for_training(small_model_path(), settings.rank, settings.alpha, "cpu")
     again = Trainer(warm, examples, examples, prefix, settings, tmp_path / "warm", meta)
     again.load_weights(out / CHECKPOINT)
     warm_loss = validation_loss(warm, examples, prefix, settings.batch_tokens)
     assert warm_loss == pytest.approx(summary["val_loss"], abs=1e-3)
     # --init-from ADAPTER.gguf: the exported adapter (float16, q/k rows in llama.cpp's order:
     # SmolLM2 is a llama model) reads back as the same weights, so the same loss.
-    from_gguf = load_for_training(embedded_model_path(), settings.rank, settings.alpha, "cpu")
+    from_gguf = load_for_training(small_model_path(), settings.rank, settings.alpha, "cpu")
     Trainer(from_gguf, examples, examples, prefix, settings, tmp_path / "g", meta).load_weights(
         out / ADAPTER
     )
@@ -191,13 +193,13 @@ def pwd_answers(context: DomainContext, adapter: Path, max_tokens: int, **engine
     request = GenerationRequest(messages=messages, max_tokens=max_tokens)
 
     async def answer(**options) -> str:
-        engine = small_embedded_engine(**engine_options, **options)
+        engine = small_engine(**engine_options, **options)
         try:
             return (await engine.generate(request)).text
         finally:
             await engine.aclose()
 
-    return anyio.run(answer), anyio.run(lambda: answer(lora_paths=[adapter]))
+    return anyio.run(answer), anyio.run(lambda: answer(lora=[adapter]))
 
 
 def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_its_output(
@@ -232,7 +234,7 @@ def test_a_qwen2_base_exports_an_adapter_that_llama_cpp_loads_and_that_changes_i
     out = tmp_path / "qwen"
     Trainer(loaded, examples[:2], [], shared_prefix_length(examples), settings, out, meta).run()
     # llama.cpp refused the adapter before the fix ("model arch and LoRA arch mismatch").
-    plain, adapted = pwd_answers(context, out / ADAPTER, max_tokens=16, model_path=base)
+    plain, adapted = pwd_answers(context, out / ADAPTER, max_tokens=16, model=str(base))
     assert adapted != plain
 
 
@@ -245,17 +247,17 @@ def test_records_of_a_mirrored_server_train_under_the_mirror_adapter_domain():
     tools/list (as serve --tools-from would), and adapters know it as a mirror
     (``mcp-mirror``), so one trained on mirrors serves servers it never saw, and the
     bundled ``mcp`` world (the everything server) is a domain of its own."""
-    from aw_mcp.training import training_domains
+    from aw_mcp.training.job import training_domains
 
-    memory = REPO_ROOT / "data/mcp/memory/train"
-    terminal = REPO_ROOT / "data/terminal/varied/heldout"
+    memory = REPO_ROOT / "tests/data/records/memory"
+    terminal = REPO_ROOT / "tests/data/records/terminal-varied"
     by_dir = {d: load_record_dir(d) for d in (memory, terminal)}
     domains = {d.name: d for d in training_domains(None, by_dir)}
     assert sorted(domains) == ["memory", "terminal"]
     assert "create_entities" in {t.name for t in domains["memory"].tools}
     assert domains["memory"].adapter_domain == "mcp-mirror"
     assert domains["terminal"].adapter_domain == "terminal"
-    everything = REPO_ROOT / "data/mcp/everything/train"
+    everything = REPO_ROOT / "tests/data/records/everything"
     bundled_mcp = training_domains(None, {everything: load_record_dir(everything)})
     assert [d.adapter_domain for d in bundled_mcp] == ["mcp"]
     with pytest.raises(ValueError, match=r"tools/memory\.json"):
@@ -267,11 +269,11 @@ def test_a_domain_whose_episodes_all_exceed_max_tokens_is_not_in_the_adapters_do
 ):
     """Every web episode's first step is longer than a tiny --max-tokens: the adapter must not
     claim the web domain, or serving would pick it for a world it never learned."""
-    from aw_mcp.training import trained_domains, training_domains
+    from aw_mcp.training.job import trained_domains, training_domains
 
     dirs = [
-        REPO_ROOT / "data/web/heldout",
-        REPO_ROOT / "data/terminal/varied/heldout",
+        REPO_ROOT / "tests/data/records/web",
+        REPO_ROOT / "tests/data/records/terminal-varied",
     ]
     by_dir = {d: load_record_dir(d)[:3] for d in dirs}
     episodes = [e for found in by_dir.values() for e in found]

@@ -10,6 +10,7 @@ import pytest
 from aw_mcp.engines.transformers_cache import cache_argument, cache_name, output_cache
 
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.transformers
 
 
 def test_the_name_is_the_one_the_installed_models_take_and_return():

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from aw_mcp.episode.store import record_file_name
+from aw_mcp.records.sink import record_file_name
 from aw_mcp.server.episode_identity import EPISODE_HEADER
 from tests.helpers import TINY_DOMAIN, text_of
 from tests.http_support import SERVE, http_serve
@@ -45,6 +45,7 @@ async def test_stdio_subprocess_lists_and_answers():
         assert bad.is_error is True and "'command' is a required property" in text_of(bad)
 
 
+@pytest.mark.slow
 async def test_bundled_terminal_domain_over_stdio_with_env_configuration():
     params = StdioServerParameters(
         command=sys.executable,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aw_mcp.cli import main
-from aw_mcp.trajectories.records import load_record_dir
+from aw_mcp.records.reader import load_record_dir
 from aw_mcp.viewer.episodes import bar_chart, episode_views
 from aw_mcp.viewer.render import render_page
 from tests.conftest import REPO_ROOT
@@ -139,7 +139,7 @@ def test_fault_marks_and_charts_are_svg(tmp_path: Path) -> None:
 
 def test_real_trajectories_render(tmp_path: Path) -> None:
     out = tmp_path / "heldout.html"
-    heldout = REPO_ROOT / "data" / "terminal" / "heldout"
+    heldout = REPO_ROOT / "tests" / "data" / "real_terminal"
     assert main(["view", str(heldout), "--out", str(out)]) == 0
     html = out.read_text()
     assert html.count('class="episode"') == len(load_record_dir(heldout))

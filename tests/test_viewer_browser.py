@@ -31,9 +31,13 @@ CHROMIUM = (
     or shutil.which("chromium")
     or shutil.which("chromium-browser")
 )
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium, or AW_MCP_CHROMIUM)"
-)
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no chromium on PATH (apt-get install chromium, or AW_MCP_CHROMIUM)",
+    ),
+]
 CONSOLE = re.compile(r":CONSOLE[:(]")
 
 

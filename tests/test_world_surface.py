@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError, types
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.domain import load_domain
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.scenario import Scenario
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
+from aw_mcp.files.yaml import parse_yaml_text
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
 from aw_mcp.server.world_surface import template_pattern
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.yaml_files import parse_yaml_text
-from tests.fake_engine import FakeEngine
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_server
 
 pytestmark = pytest.mark.anyio

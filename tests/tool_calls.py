@@ -6,11 +6,11 @@ from typing import Any
 
 import jsonschema
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.models import DomainSpec
 from aw_mcp.engines.base import Engine
 from aw_mcp.server.app import build_server
-from aw_mcp.simulator import WorldSimulator
+from aw_mcp.simulation.simulator import WorldSimulator
 
 _FORMAT_EXAMPLES = {
     "uri": "https://example.com/",

@@ -16,13 +16,14 @@ from typing import Any
 import anyio
 from mcp import MCPError
 
-from aw_mcp.catalogue import Catalogue
-from aw_mcp.engines.base import GenerationStats
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.episode.store import EpisodeStore, RecordSink, record_file_name
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.engines.counters import GenerationStats
+from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-from aw_mcp.simulator import WorldSimulator
-from tests.fake_engine import FakeEngine
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.sink import RecordSink, record_file_name
+from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.testing import FakeEngine
 from tests.faults_support import SHOP, client_for, fake_reply, in_episode, scenario_from
 
 T0 = 1_800_000_000.0

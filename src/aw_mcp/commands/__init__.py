@@ -1,8 +1,9 @@
-"""Subcommands of ``aw-mcp`` that live in their own modules.
+"""The commands of ``aw-mcp``, one module each (``aw-mcp serve`` is ``serve.py``).
 
 Each module exposes ``register(subparsers)``: it adds its parser and sets ``handler`` (a
 function of the parsed ``argparse.Namespace`` returning the exit code). ``cli.build_parser``
-registers every module listed in ``COMMAND_MODULES``, in that order.
+registers every module listed in ``COMMAND_MODULES``, in that order. Beside them: ``flags``
+(flags generated from settings classes) and ``console`` (logging on stderr).
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ import argparse
 import importlib
 
 COMMAND_MODULES: list[str] = [
+    "serve",
+    "capture",
+    "simulators",
+    "faults",
     "generate",
     "export",
     "record",

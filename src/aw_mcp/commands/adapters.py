@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from aw_mcp.errors import UserInputError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -48,17 +50,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from aw_mcp.adapters import AdapterError
     from aw_mcp.training.adapter_soup import merge_adapters, parse_part
 
     try:
         parts = [parse_part(text) for text in args.parts]
         if args.rank is not None and args.rank < 1:
-            raise ValueError(f"--rank must be at least 1, not {args.rank}")
+            raise UserInputError(f"--rank must be at least 1, not {args.rank}")
         if args.domains is not None and not args.domains:
-            raise ValueError("--domains needs at least one domain name")
+            raise UserInputError("--domains needs at least one domain name")
         merged = merge_adapters(parts, args.out, args.rank, args.domains)
-    except (ValueError, AdapterError) as exc:
+    except UserInputError as exc:
         print(f"aw-mcp adapters merge: {exc}", file=sys.stderr)
         return 2
     kept = "exact" if merged.kept == 1.0 else f"keeps at least {merged.kept:.4%} of each change"

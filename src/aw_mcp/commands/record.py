@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from aw_mcp.real_server import add_server_arguments, server_target
+from aw_mcp.capture.target import add_server_arguments, server_target
+from aw_mcp.errors import UserInputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,25 +34,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_record)
 
 
+PROXY_ARGUMENT_BYTES = 4 << 20
+
+
 def _record(args: argparse.Namespace) -> int:
     import logging
 
     import anyio
     from mcp.server import Server
 
-    from aw_mcp.episode.store import RecordSink
-    from aw_mcp.server.http_app import HttpOptions
+    from aw_mcp.capture.record_proxy import domain_name_for, run_record_proxy
+    from aw_mcp.records.sink import RecordSink
+    from aw_mcp.server.settings import ServerSettings
     from aw_mcp.server.transports import http_app, serve_http, serve_stdio
-    from aw_mcp.trajectories.record_proxy import domain_name_for, run_record_proxy
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(message)s")
     target = server_target(args)
     if args.domain is not None and domain_name_for(args.domain) != args.domain:
-        raise ValueError(
+        raise UserInputError(
             f"record: --domain {args.domain!r} is no domain name (lowercase letters, digits, "
             f"'-' and '_'; e.g. {domain_name_for(args.domain)!r})"
         )
-    http = HttpOptions(host=args.host, port=args.port)
+    # The proxy refuses no call the real server would take: its body limit is the SDK's own.
+    http = ServerSettings(host=args.host, port=args.port, max_argument_bytes=PROXY_ARGUMENT_BYTES)
 
     async def serve_over_http(server: Server) -> None:
         await serve_http(http_app(server, http), http)

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from aw_mcp.errors import UserInputError
 from aw_mcp.viewer.reactions import NOTICED, OUTCOMES, Tally
 
 
@@ -35,16 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from aw_mcp.trajectories.records import load_record_dir
+    from aw_mcp.files.yaml import load_yaml_file
+    from aw_mcp.records.reader import load_record_dir
     from aw_mcp.viewer.policy import ReactionPolicy, violations
     from aw_mcp.viewer.reactions import reactions_of, summary, tally
-    from aw_mcp.yaml_files import load_yaml_file
 
     policy = load_yaml_file(args.policy, ReactionPolicy) if args.policy else None
     try:
         episodes = load_record_dir(args.records)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserInputError(str(exc)) from None
     reactions = reactions_of(episodes)
     broken = violations(policy, reactions) if policy else []
     if args.json:

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aw_mcp.errors import UserInputError
+
 if TYPE_CHECKING:
-    from aw_mcp.trajectories.records import RecordedEpisode
+    from aw_mcp.records.reader import RecordedEpisode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,12 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load(directory: Path) -> list[RecordedEpisode]:
-    from aw_mcp.trajectories.records import load_record_dir
+    from aw_mcp.records.reader import load_record_dir
 
     try:
         return load_record_dir(directory)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserInputError(str(exc)) from None
 
 
 def _view(args: argparse.Namespace) -> int:
@@ -55,7 +57,7 @@ def _view(args: argparse.Namespace) -> int:
 
     episodes = _load(args.records)
     if not episodes:
-        raise ValueError(f"no records (*.jsonl) under {args.records}")
+        raise UserInputError(f"no records (*.jsonl) under {args.records}")
     real = _load(args.real) if args.real else []
     views = episode_views(episodes, real)
     out: Path = args.out or args.records / "report.html"

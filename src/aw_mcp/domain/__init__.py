@@ -1,15 +1,8 @@
-"""Domains: the data files that define a simulated world (tools, instructions, initial world)."""
+"""Domains: what a simulated world is, as data (``simulators/*.yaml``, captures of real servers).
 
-from aw_mcp.domain.loader import bundled_domain_names, load_domain, load_world
-from aw_mcp.domain.models import Demonstration, DomainSpec, ToolCall, ToolSpec, WorldSpec
-
-__all__ = [
-    "Demonstration",
-    "DomainSpec",
-    "ToolCall",
-    "ToolSpec",
-    "WorldSpec",
-    "bundled_domain_names",
-    "load_domain",
-    "load_world",
-]
+- ``models``: the pydantic models of a domain file (tools, simulation hints, world, generation);
+- ``loader``: bundled domains by name, a user's domain or world file by path;
+- ``mirror``: a captured ``tools/list`` served as a domain (``--tools-from``);
+- ``catalogue``: the tools one server offers, the union of its loaded domains;
+- ``answers``: what a simulated tool returns, before it becomes an MCP result.
+"""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aw_mcp.data_files import bundled_names, resolve_data_file
 from aw_mcp.domain.models import DomainSpec, WorldSpec
-from aw_mcp.yaml_files import load_yaml_file
+from aw_mcp.files.bundled import bundled_names, resolve_data_file
+from aw_mcp.files.yaml import load_yaml_file
 
 
 def bundled_domain_names() -> list[str]:

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.domain.models import DomainSpec, PromptSpec, ToolSpec
+from aw_mcp.files.yaml import DataFileError, line_finder, read_data_file, validation_problems
 from aw_mcp.json_schemas import schema_errors
-from aw_mcp.yaml_files import DataFileError, line_finder, read_data_file, validation_problems
 
 # The bundled domain whose instructions and world every mirrored tool list uses.
 MIRROR_TEMPLATE_DOMAIN = "mcp"

@@ -16,8 +16,8 @@ from mcp_types import Prompt, Resource, ResourceTemplate
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aw_mcp.engines.loop_guard import LoopGuardSettings
+from aw_mcp.engines.text_grammars import TextGrammar
 from aw_mcp.json_schemas import schema_errors, validator_class
-from aw_mcp.text_grammars import TextGrammar
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
 
@@ -159,7 +159,7 @@ class ToolSimulation(BaseModel):
     answer_grammar: TextGrammar | None = Field(
         default=None,
         description="For a tool answered in text: the form of its answers, kept to while "
-        "decoding (aw_mcp/text_grammars.py), so that a small model cannot break it (a page "
+        "decoding (aw_mcp/engines/text_grammars.py), so that a small model cannot break it (a page "
         "snapshot's YAML). Not applied while a world condition is active, whose answers "
         "may take another form (an error).",
     )

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
+from aw_mcp.engines.counters import GenerationStats
 from aw_mcp.engines.loop_guard import LoopGuardSettings
-from aw_mcp.text_grammars import TextGrammar
+from aw_mcp.engines.text_grammars import TextGrammar
 
 if TYPE_CHECKING:
     from aw_mcp.engines.counters import EngineCounters
@@ -63,21 +64,6 @@ class GenerationRequest(BaseModel):
         return self
 
 
-class GenerationStats(BaseModel):
-    """What one generation cost, by the engine's own counters."""
-
-    prompt_tokens: int = 0
-    reused_prompt_tokens: int = Field(
-        default=0, description="Prompt tokens whose KV state was already in the cache."
-    )
-    evaluated_prompt_tokens: int = Field(default=0, description="Prompt tokens actually run.")
-    completion_tokens: int = 0
-    restored_snapshot: bool = Field(
-        default=False, description="The episode's KV state was restored from a snapshot."
-    )
-    seconds: float = 0.0
-
-
 FinishReason = Literal["stop", "length", "cancelled"]
 
 
@@ -85,10 +71,6 @@ class GenerationResult(BaseModel):
     text: str
     finish_reason: FinishReason
     stats: GenerationStats = Field(default_factory=GenerationStats)
-
-
-class EngineError(RuntimeError):
-    """The backend failed (could not load, died, refused). The message is shown to the agent."""
 
 
 @dataclass

@@ -41,13 +41,15 @@ import anyio.from_thread
 import anyio.lowlevel
 import numpy as np
 
-from aw_mcp.engines.base import EngineError, GenerationResult, GenerationStats
+from aw_mcp.engines.base import GenerationResult
+from aw_mcp.engines.counters import GenerationStats
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.engines.snapshots import Snapshot, SnapshotStore
+from aw_mcp.errors import EngineError
 
 if TYPE_CHECKING:
     from aw_mcp.engines.counters import EngineCounters
-    from aw_mcp.engines.local import Decoding
+    from aw_mcp.engines.decoding import Decoding
 
 log = logging.getLogger(__name__)
 

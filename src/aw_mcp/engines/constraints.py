@@ -3,40 +3,32 @@
 Shaped like vLLM's structured-output backends: a ``TokenConstraint`` answers whether one
 token is allowed now (``is_allowed``, without advancing), fills a mask of every allowed token
 (``allowed_mask``), advances on the chosen token (``accept_token``) and says when the
-document is complete (``is_terminated``). Two implementations:
+document is complete (``is_terminated``). The implementation is
+llguidance's Earley parser (``LlguidanceConstraint`` over a schema, ``LlguidanceTextConstraint``
+over a text answer's grammar), with its own bridges to llama.cpp vocabularies and Hugging Face
+fast tokenizers, so the same code constrains both engines. (A second one, llama.cpp's GBNF
+sampler, was removed: llguidance is a core dependency, so nothing could reach it.)
 
-- ``LlguidanceConstraint`` (default): llguidance's Earley parser over the schema, with its
-  own bridges to llama.cpp vocabularies and Hugging Face fast tokenizers, so the same code
-  constrains both engines.
-- ``GbnfConstraint`` (llama.cpp only): llama.cpp's grammar sampler over the GBNF that
-  ``json_grammar.json_schema_grammar`` writes. Kept as the fallback where llguidance is not
-  installed, and for the benchmark.
-
-Both constrain a *bounded view* of the schema (``json_grammar.grammar_view``): every string,
+It constrains a *bounded view* of the schema (``json_grammar.grammar_view``): every string,
 array and number is bounded, so a looping model is cut off by the grammar instead of running
 into ``max_tokens`` with half a JSON document.
 
 ``ConstrainedChooser`` is the sampling trick of llama.cpp's ``common_sampler``, for any
 constraint: the unconstrained choice is checked alone (cheap), and only when it is rejected
-is the whole vocabulary masked. With GBNF, greedy output is the same as masking every step;
-llguidance's mask allows only the canonical tokens of text the grammar forces, while the
-check accepts the model's own choice of tokens for it, so forced text may be tokenized
-differently (both valid). Near
+is the whole vocabulary masked. llguidance's mask allows only the canonical tokens of text
+the grammar forces, while the check accepts the model's own choice of tokens for it, so
+forced text may be tokenized differently (both valid). Near
 ``max_tokens`` it closes the document (a token made only of ``"``, ``]``, ``}`` whenever
 one is allowed) so the answer is complete JSON when the budget runs out.
 
-Measured in benchmarks/structured_output.py (numbers in its docstring): both give valid
-output for every captured schema; llguidance decodes at unconstrained speed, GBNF masking
-every step costs ~30% (grammar-first recovers most of it).
+Measured in benchmarks/structured_output.py (numbers in its docstring): valid output for
+every captured schema, decoded at the speed of unconstrained decoding.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import logging
-import math
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
@@ -46,14 +38,13 @@ from aw_mcp.engines.json_grammar import (
     JSON_WHITESPACE_REGEX,
     GrammarError,
     bounded_view,
-    json_schema_grammar,
 )
 from aw_mcp.engines.sampling import TokenSampler
-from aw_mcp.text_grammars import TextGrammar, compile_lark
+from aw_mcp.engines.text_grammars import TextGrammar, compile_lark
 
 log = logging.getLogger(__name__)
 
-ConstraintKind = Literal["llguidance", "gbnf", "off"]
+ConstraintKind = Literal["llguidance", "off"]
 
 
 class TokenConstraint(Protocol):
@@ -79,14 +70,6 @@ class TokenConstraint(Protocol):
 
 
 # -- llguidance ------------------------------------------------------------------------------
-
-
-def llguidance_available() -> bool:
-    try:
-        import llguidance  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class _LlguidanceMatcher:
@@ -151,7 +134,7 @@ TEXT_CLOSING_RESERVE = 160
 
 
 class LlguidanceTextConstraint(_LlguidanceMatcher):
-    """llguidance's matcher over a text answer's grammar (aw_mcp/text_grammars.py)."""
+    """llguidance's matcher over a text answer's grammar (aw_mcp/engines/text_grammars.py)."""
 
     def __init__(self, tokenizer: Any, grammar: TextGrammar):
         try:
@@ -159,74 +142,6 @@ class LlguidanceTextConstraint(_LlguidanceMatcher):
         except ValueError as exc:
             raise GrammarError(str(exc)) from exc
         super().__init__(tokenizer, compiled, TEXT_CLOSING_RESERVE, grammar.closing_chars, True)
-
-
-# -- llama.cpp GBNF --------------------------------------------------------------------------
-
-
-class GbnfConstraint:
-    """llama.cpp's grammar sampler over our bounded GBNF (needs a llama.cpp vocabulary).
-
-    A rejected token is never accepted into the grammar: with an empty grammar stack
-    llama.cpp aborts the whole process (an uncatchable C++ exception).
-    """
-
-    closing_chars, closing_ranked = '"]}', False
-
-    def __init__(self, vocab: Any, n_vocab: int, schema: dict[str, Any], max_tokens: int):
-        import llama_cpp
-
-        grammar = json_schema_grammar(schema, max_tokens)
-        self.closing_reserve = grammar.closing_reserve
-        self._lib = llama_cpp
-        self._vocab = vocab
-        self._sampler = llama_cpp.llama_sampler_init_grammar(
-            vocab, grammar.gbnf.encode("utf-8"), b"root"
-        )
-        if not self._sampler:
-            raise GrammarError("llama.cpp could not parse the generated grammar")
-        self._n_vocab = n_vocab
-        self._data = (llama_cpp.llama_token_data * n_vocab)()
-        self._table = np.ctypeslib.as_array(self._data)
-        self._ids = np.arange(n_vocab, dtype=np.int32)
-        self._one = (llama_cpp.llama_token_data * 1)()
-
-    def is_allowed(self, token: int) -> bool:
-        # ctypes converts plain numbers on assignment; its stubs type the fields as c_* only.
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0  # type: ignore[assignment]
-        single = self._lib.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
-        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(single))
-        return not math.isinf(single.data[0].logit)
-
-    def allowed_mask(self, n_vocab: int) -> np.ndarray:
-        self._table["id"] = self._ids
-        self._table["logit"] = 0.0
-        self._table["p"] = 0.0
-        candidates = self._lib.llama_token_data_array(
-            data=self._data, size=self._n_vocab, selected=-1, sorted=False
-        )
-        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(candidates))
-        mask = np.zeros(n_vocab, dtype=bool)
-        n = min(n_vocab, self._n_vocab)
-        mask[:n] = ~np.isinf(self._table["logit"][:n])
-        return mask
-
-    def accept_token(self, token: int) -> None:
-        if not self._lib.llama_vocab_is_eog(self._vocab, token):
-            self._lib.llama_sampler_accept(self._sampler, token)
-
-    def is_terminated(self) -> bool:
-        return False  # the grammar ends the document by allowing only end-of-generation
-
-    def close(self) -> None:
-        if self._sampler:
-            self._lib.llama_sampler_free(self._sampler)
-            self._sampler = None
-
-    def __del__(self) -> None:
-        # At interpreter exit the library may be gone already; nothing is left to free then.
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 # -- choosing a token under a constraint -----------------------------------------------------

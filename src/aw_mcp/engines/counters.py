@@ -1,10 +1,26 @@
-"""Counters an engine keeps since start: what tests and benchmarks read to see KV reuse."""
+"""What generations cost: one generation's ``GenerationStats``, and the ``EngineCounters`` an
+engine keeps since start (what tests and benchmarks read to see KV reuse)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from aw_mcp.engines.base import GenerationStats
+from pydantic import BaseModel, Field
+
+
+class GenerationStats(BaseModel):
+    """What one generation cost, by the engine's own counters."""
+
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens whose KV state was already in the cache."
+    )
+    evaluated_prompt_tokens: int = Field(default=0, description="Prompt tokens actually run.")
+    completion_tokens: int = 0
+    restored_snapshot: bool = Field(
+        default=False, description="The episode's KV state was restored from a snapshot."
+    )
+    seconds: float = 0.0
 
 
 @dataclass

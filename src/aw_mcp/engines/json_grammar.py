@@ -1,6 +1,6 @@
 """Grammars that keep a model's output valid against a tool's outputSchema, and always finite.
 
-Two pieces, used by the constraints of both local engines (``constraints.py``):
+Used by the constraints of both local engines (``constraints.py``):
 
 - ``grammar_view(schema, max_tokens)``: a *bounded subset* of the schema, used for the grammar
   only (never for validation). Every string gets a ``maxLength``, every array a ``maxItems``,
@@ -9,10 +9,8 @@ Two pieces, used by the constraints of both local engines (``constraints.py``):
   the original schema accepts too, so constrained output validates; and because every value is
   bounded, a model that loops inside a string is cut off by the grammar instead of running
   into ``max_tokens`` with half a JSON document.
-- ``json_schema_grammar(schema, max_tokens)``: the GBNF text for that view (llama.cpp's own
-  JSON-schema converter, with bounded strings, numbers and patterns).
-  ``bounded_view`` adds how many tokens the shortest valid document takes
-  (``closing_reserve``), which the decoder keeps in reserve to close the document.
+- ``bounded_view(schema, max_tokens)``: that view and how many tokens the shortest valid
+  document takes (``closing_reserve``), which the decoder keeps in reserve to close it.
 
 Whatever the grammar cannot express exactly (``oneOf`` exclusivity, ``uniqueItems``, ...) is
 still caught by validation in the simulator, which retries and finally answers ``isError``.
@@ -20,13 +18,13 @@ still caught by validation in the simulator, which retries and finally answers `
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from aw_mcp.errors import UserInputError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,7 @@ OPTIONAL_DEPTHS = (MAX_DEPTH, 1, 0)
 ITEM_CAPS = (4, 2, 1)
 
 
-# Grammar patterns for string formats llama.cpp's converter has no rule for.
+# Patterns for string formats that a grammar has no rule for (bounded, so always finite).
 FORMAT_PATTERNS = {
     "uri": r"^https://[a-z0-9][a-z0-9.-]{0,40}[.][a-z]{2,6}(/[A-Za-z0-9._~%/?#=&+-]{0,80})?$",
     "email": r"^[a-z0-9._-]{1,24}@[a-z0-9-]{1,24}[.][a-z]{2,6}$",
@@ -51,16 +49,8 @@ FORMAT_PATTERNS = {
 FORMAT_PATTERNS["url"] = FORMAT_PATTERNS["iri"] = FORMAT_PATTERNS["uri"]
 
 
-class GrammarError(ValueError):
+class GrammarError(UserInputError):
     """The schema cannot be turned into a grammar (it is then only validated)."""
-
-
-@dataclass(frozen=True)
-class JsonGrammar:
-    """A compiled output grammar and how many tokens its shortest completion may need."""
-
-    gbnf: str
-    closing_reserve: int  # from this many tokens before max_tokens on, the sampler closes up
 
 
 @dataclass(frozen=True)
@@ -85,7 +75,7 @@ def grammar_view(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
             if found is not None:
                 return found
     # Nothing fits: the smallest view (arrays empty where allowed). The engine raises
-    # max_tokens to its shortest completion (JsonGrammar.closing_reserve) when needed.
+    # max_tokens to its shortest completion (closing_reserve) when needed.
     return _build_view(schema, Bounds(0, 0, MIN_STRING_LENGTH))
 
 
@@ -359,46 +349,17 @@ def _least_chars(view: dict[str, Any]) -> int:
     return 5  # a digit, true/false/null
 
 
-# -- GBNF ------------------------------------------------------------------------------------
+# -- what a grammar engine needs ------------------------------------------------------------
 
 
-# Whitespace between JSON tokens, for both grammar engines: one space, or a newline and at
-# most 20 spaces or tabs of indentation (the ``space`` rule of llama.cpp's C++ converter, which
-# now also allows a blank line; llama-cpp-python's allows one space only). Servers that indent
+# Whitespace between JSON tokens: one space, or a newline and at most 20 spaces or tabs of
+# indentation (the ``space`` rule of llama.cpp's own JSON-schema converter, which now also
+# allows a blank line; llama-cpp-python's allows one space only). Servers that indent
 # their JSON (memory, time, sequential-thinking) are recorded indented, and a model that has
 # seen them writes so: with a single space only, its likeliest allowed token after ``[`` was
 # often ``]`` (the memory server's relations were all answered ``[]``). Bounded, so a model
 # looping on spaces is still cut off.
 JSON_WHITESPACE_REGEX = r"(?: |\n[ \t]{0,20})"  # llguidance's whitespace_pattern
-JSON_WHITESPACE_GBNF = '( " " | "\\n" [ \\t]{0,20} )?'
-
-
-@functools.lru_cache(maxsize=256)
-def _grammar_cached(schema_json: str, max_tokens: int) -> JsonGrammar:
-    from llama_cpp.llama_grammar import RESERVED_NAMES, SchemaConverter
-
-    class BoundedConverter(SchemaConverter):
-        """llama.cpp's converter, with compact bounded strings and bounded numbers."""
-
-        def visit(self, schema: dict[str, Any], name: str) -> str:
-            kind = schema.get("type")
-            rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
-            if kind == "string" and "maxLength" in schema:
-                self._add_rule("json-char", JSON_CHAR)
-                low, high = schema.get("minLength", 0), schema["maxLength"]
-                return self._add_rule(rule_name, f'"\\"" json-char{{{low},{high}}} "\\"" space')
-            if kind in ("integer", "number") and not ({"enum", "const"} & schema.keys()):
-                return self._add_rule(rule_name, number_rule(schema) + " space")
-            return super().visit(schema, name)
-
-    view = grammar_view(json.loads(schema_json), max_tokens)
-    converter = BoundedConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    converter._rules["space"] = JSON_WHITESPACE_GBNF  # the converter's own is one space only
-    try:
-        converter.visit(view, "")
-    except (AssertionError, KeyError, ValueError, RecursionError) as exc:
-        raise GrammarError(f"llama.cpp's converter refused the schema: {exc}") from None
-    return JsonGrammar(converter.format_grammar(), closing_reserve=closing_reserve(view))
 
 
 def closing_reserve(view: dict[str, Any]) -> int:
@@ -410,53 +371,3 @@ def bounded_view(schema: dict[str, Any], max_tokens: int) -> tuple[dict[str, Any
     """(``grammar_view(schema, max_tokens)``, its ``closing_reserve``), for any grammar engine."""
     view = grammar_view(schema, max_tokens)
     return view, closing_reserve(view)
-
-
-# A JSON string character: no raw control characters (json.loads rejects them) and no \u
-# escapes (a lone surrogate would break the UTF-8 wire later). Still a subset of JSON.
-JSON_CHAR = r'[^"\\\x00-\x1F] | "\\" ["\\/bfnrt]'
-
-
-def number_rule(schema: dict[str, Any]) -> str:
-    """GBNF for an integer/number within simple bounds (sign, > 0, |value| below a limit).
-
-    Bounds it cannot express (a minimum above 1, a maximum at or below 0) fall back to any
-    number of at most INTEGER_DIGITS digits; validation then has the last word.
-    """
-    integer = schema.get("type") == "integer"
-    low = schema.get("minimum", schema.get("exclusiveMinimum"))
-    low_exclusive = "minimum" not in schema and "exclusiveMinimum" in schema
-    high = schema.get("maximum", schema.get("exclusiveMaximum"))
-    fraction = "" if integer else f' ("." [0-9]{{1,{DECIMAL_DIGITS}}})?'
-    generic = f'"-"? ("0" | [1-9] [0-9]{{0,{INTEGER_DIGITS - 1}}}){fraction}'
-    if (low is not None and low > 1) or (high is not None and high <= 0):
-        return generic
-    signed = low is None or low < 0
-    positive = low is not None and (low > 0 or (low == 0 and low_exclusive))
-    limits = [high] if high is not None else []
-    if low is not None and low < 0:
-        limits.append(-low)
-    limit = min(limits) if limits else None
-    lowest_digit = 1 if positive else 0
-    if limit is not None and limit < 10:
-        # One digit, strictly below the limit (with its fraction, for numbers).
-        top = math.ceil(limit) - 1 if integer else math.floor(limit) - 1
-        if top < lowest_digit:
-            return generic
-        integral = f"[{lowest_digit}-{top}]"
-    else:
-        # One digit fewer than the limit has: always below it.
-        digits = INTEGER_DIGITS if limit is None else min(INTEGER_DIGITS, len(str(int(limit))) - 1)
-        rest = f" [0-9]{{0,{digits - 1}}}" if digits > 1 else ""
-        integral = f"[1-9]{rest}" if positive else f'("0" | [1-9]{rest})'
-    sign = '"-"? ' if signed else ""
-    return f"{sign}{integral}{fraction}"
-
-
-def json_schema_grammar(schema: dict[str, Any], max_tokens: int) -> JsonGrammar:
-    """The grammar of a bounded subset of ``schema`` sized for ``max_tokens`` (cached).
-
-    Raises GrammarError when the schema cannot be expressed; the caller then generates without
-    a grammar and relies on validation.
-    """
-    return _grammar_cached(json.dumps(schema), max_tokens)

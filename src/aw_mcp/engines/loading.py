@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import anyio
 
-from aw_mcp.engines.base import EngineError
+from aw_mcp.errors import EngineError
 
 log = logging.getLogger(__name__)
 

@@ -33,61 +33,40 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import numpy as np
 
-from aw_mcp.engines.base import (
-    ChatMessage,
-    EngineError,
-    GenerationControl,
-    GenerationRequest,
-    GenerationResult,
-    GenerationStats,
-)
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest, GenerationResult
 from aw_mcp.engines.batching import NO_KEY, BatchBackend, BatchLoop, Job, run_job
 from aw_mcp.engines.constraints import (
-    ConstrainedChooser,
     ConstraintKind,
     GrammarError,
+    LlguidanceConstraint,
     LlguidanceTextConstraint,
     TokenConstraint,
-    closing_tokens,
 )
-from aw_mcp.engines.counters import EngineCounters
+from aw_mcp.engines.constraints import closing_tokens as tokens_made_of
+from aw_mcp.engines.counters import EngineCounters, GenerationStats
+from aw_mcp.engines.decoding import Decoding, DecodingSettings
 from aw_mcp.engines.loading import BackgroundLoad
-from aw_mcp.engines.loop_guard import LoopGuard
-from aw_mcp.engines.sampling import SamplingParams, TokenSampler
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
-from aw_mcp.engines.sequences import PromptTokenCache, common_prefix, first_stop
+from aw_mcp.engines.sequences import PromptTokenCache, common_prefix
+from aw_mcp.engines.settings import LocalSettings
 from aw_mcp.engines.snapshots import Snapshot, SnapshotStore
+from aw_mcp.errors import EngineError
 
 log = logging.getLogger(__name__)
 
-# Tokens after a stop string's byte length that are decoded too when looking for it: a
-# window start may cut a character in two.
-STOP_SLACK_TOKENS = 8
 
+class LocalEngineOptions(LocalSettings, DecodingSettings):
+    """A local engine's options: its settings (threads, KV snapshot memory, batch slots), how
+    it decodes, and the rest, which no flag sets."""
 
-@dataclass
-class LocalEngineOptions:
-    """Settings every local engine has, with the same meaning and defaults."""
-
-    n_threads: int | None = None  # None: default_inference_threads() (all cores but one)
-    snapshot_budget_bytes: int = 1 << 30  # KV states of idle episodes, in total
-    seed: int = 0  # sampling seed when a request has none
-    # How GenerationRequest.json_schema constrains decoding: llguidance (default when
-    # installed), gbnf (llama.cpp's grammar sampler; llama.cpp engine only) or off (the
-    # simulator only validates and retries).
+    # How GenerationRequest.json_schema and .grammar constrain decoding: llguidance, or off
+    # (the simulator only validates and retries).
     constraint: ConstraintKind = "llguidance"
-    # Check the unconstrained token against the grammar before masking the whole vocabulary
-    # (same output, about twice the decode speed; see constraints.py).
-    grammar_first: bool = True
-    # Episodes decoded together in one model call (batching.py); 1: one generation at a
-    # time through the fair scheduler. Used only by backends that can batch.
-    batch_slots: int = 1
     # Prompt tokens evaluated per batched step while other episodes decode (bounds how long
     # a new prompt stalls them).
     prefill_chunk: int = 64
@@ -95,137 +74,6 @@ class LocalEngineOptions:
     # this is re-evaluated on a copied prefix instead of restored from its snapshot (a
     # restored state takes KV cells for its whole length; see batching.py).
     reevaluate_below: int = 256
-    # Ban a token that would extend a degenerate loop of unconstrained output to 128
-    # characters (loop_guard.py: real observations never repeat like that).
-    loop_guard: bool = True
-
-
-class StopStrings:
-    """The one stop-string detector: finds the earliest stop string in the output.
-
-    Called after every token with the output's tokens; only the newest tokens can complete a
-    stop string that was not there a token ago, so only a short tail is decoded each step and
-    the whole output only once a stop string shows up (decoding everything every token is
-    quadratic in the answer's length: thousands of tokens for reasoning models).
-    """
-
-    def __init__(self, stops: Sequence[str], detokenize: Callable[[Sequence[int]], str]):
-        self.stops = [s for s in dict.fromkeys(stops) if s]
-        self._detokenize = detokenize
-        longest = max((len(s.encode()) for s in self.stops), default=0)
-        self._window = longest + STOP_SLACK_TOKENS
-
-    def cut(self, tokens: Sequence[int]) -> str | None:
-        """The text before the earliest stop string, or None if there is none yet."""
-        if not self.stops:
-            return None
-        tail = self._detokenize(tokens[-self._window :])
-        if first_stop(tail, self.stops) is None:
-            return None
-        text = self._detokenize(tokens)
-        at = first_stop(text, self.stops)
-        return None if at is None else text[:at]
-
-
-class Decoding:
-    """One generation's token-by-token state: sampler, seed, stop strings, constraint and
-    output. The single-sequence loop and the batch loop both drive one per generation."""
-
-    def __init__(
-        self,
-        engine: LocalEngine,
-        request: GenerationRequest,
-        control: GenerationControl,
-        constraint: TokenConstraint | None,
-    ):
-        self.control = control
-        self._engine = engine
-        self._request = request
-        self._constraint = constraint
-        self.restart()
-
-    def restart(self) -> None:
-        """Forget the output so far (the generation starts again from its prompt)."""
-        engine, request, constraint = self._engine, self._request, self._constraint
-        seed = engine.options.seed if request.seed is None else request.seed
-        self._sampler = TokenSampler(SamplingParams(temperature=request.temperature), seed)
-        self.max_tokens = request.max_tokens
-        self._stops = StopStrings([*request.stop, *engine._stop_strings()], engine._detokenize)
-        self._chooser = None
-        self._loop_guard = (
-            LoopGuard(engine._detokenize, request.loop_guard) if engine.options.loop_guard else None
-        )
-        if constraint is not None:
-            # The grammar ends the document (no stop strings), and max_tokens never cuts it
-            # below its shortest valid form.
-            self.max_tokens = max(self.max_tokens, constraint.closing_reserve)
-            self._stops = StopStrings([], engine._detokenize)
-            self._chooser = ConstrainedChooser(
-                constraint,
-                closing_tokens=engine._closing_tokens(
-                    constraint.closing_chars, constraint.closing_ranked
-                ),
-                end_tokens=engine._end_tokens(),
-                max_tokens=self.max_tokens,
-                check_first=engine.options.grammar_first,
-            )
-        self.out: list[int] = []
-        self.finish: Any = "length"
-        self._text: str | None = None
-
-    def should_stop(self, n_live: int, context_window: int) -> bool:
-        """Before sampling: cancelled, enough tokens, or the context is full."""
-        if self.control.cancelled.is_set():
-            self.finish = "cancelled"
-            return True
-        return len(self.out) >= self.max_tokens or n_live >= context_window
-
-    def choose(self, logits: np.ndarray) -> int | None:
-        """The next token, or None if the model ended the generation."""
-        chooser = self._chooser
-        sample: Callable[[np.ndarray], int]
-        if chooser is None:
-            sample = self._sampler.sample
-        else:
-            # Under a grammar too: a grammar keeps the form, not the model out of a loop.
-            def sample(banned: np.ndarray) -> int:
-                return chooser.choose(banned, self._sampler, unbanned=logits)
-
-        if self._loop_guard is not None:
-            token = self._loop_guard.choose(logits, self.out, sample)
-        else:
-            token = sample(logits)
-        if self._engine._is_end(token):
-            self.finish = "stop"
-            return None
-        self.out.append(token)
-        if self._chooser is not None:
-            self._chooser.accept(token)
-        return token
-
-    def after_token(self) -> bool:
-        """After a token was chosen: True if a stop string or the grammar ended the output."""
-        if self.control.on_token is not None:
-            self.control.on_token(len(self.out))
-        if (text := self._stops.cut(self.out)) is not None:
-            self._text, self.finish = text, "stop"
-            return True
-        if self._constraint is not None and self._constraint.is_terminated():
-            self.finish = "stop"
-            return True
-        return False
-
-    def result(self) -> tuple[str, Any, int]:
-        if self._chooser is not None:
-            self._engine._count_grammar(self._chooser)
-            self._chooser = None
-        text = self._engine._detokenize(self.out) if self._text is None else self._text
-        return text, self.finish, len(self.out)
-
-    def close(self) -> None:
-        if self._constraint is not None:
-            self._constraint.close()
-            self._constraint = None
 
 
 class LocalEngine(ABC):
@@ -237,7 +85,7 @@ class LocalEngine(ABC):
         self.options = options
         self.counters = EngineCounters()
         self.scheduler = FairScheduler(self.name)
-        self.snapshots = SnapshotStore(options.snapshot_budget_bytes, self.counters)
+        self.snapshots = SnapshotStore(options.kv_snapshot_mb << 20, self.counters)
         self._loader = BackgroundLoad(self._load)
         # The scheduler hands out turns; the lock guards the model while a cancelled
         # request's worker thread winds down (it stops at its next token).
@@ -377,7 +225,7 @@ class LocalEngine(ABC):
         return Job(
             key=request.cache_key or NO_KEY,
             tokens=tokens,
-            decoding=Decoding(self, request, control, constraint),
+            decoding=self._decoding(request, control, constraint),
             stats=GenerationStats(prompt_tokens=len(tokens)),
             on_done=on_done,
         )
@@ -407,11 +255,13 @@ class LocalEngine(ABC):
             return tokens, None
         if request.json_schema:
             try:
-                constraint = self._make_constraint(request.json_schema, request.max_tokens)
+                constraint = LlguidanceConstraint(
+                    self._llguidance_tokenizer(), request.json_schema, request.max_tokens
+                )
             except GrammarError as exc:
                 log.warning("no grammar for this outputSchema (%s); output is validated", exc)
         elif request.grammar is not None:
-            try:  # llguidance for either constraint kind: GBNF cannot take a Lark grammar
+            try:
                 constraint = LlguidanceTextConstraint(self._llguidance_tokenizer(), request.grammar)
             except GrammarError as exc:
                 log.warning("no constraint for this answer's grammar (%s)", exc)
@@ -455,7 +305,7 @@ class LocalEngine(ABC):
         control: GenerationControl,
         constraint: TokenConstraint | None,
     ) -> tuple[str, Any, int]:
-        decoding = Decoding(self, request, control, constraint)
+        decoding = self._decoding(request, control, constraint)
         while not decoding.should_stop(n_live, self.context_window):
             token = decoding.choose(self._logits())
             if token is None:
@@ -466,14 +316,15 @@ class LocalEngine(ABC):
                 break
         return decoding.result()
 
-    def _count_grammar(self, chooser: ConstrainedChooser) -> None:
-        extra = self.counters.extra
-        for name, value in (
-            ("grammar_steps", chooser.steps),
-            ("grammar_rejections", chooser.rejections),
-            ("grammar_closing_steps", chooser.closing_steps),
-        ):
-            extra[name] = extra.get(name, 0) + value
+    def _decoding(
+        self,
+        request: GenerationRequest,
+        control: GenerationControl,
+        constraint: TokenConstraint | None,
+    ) -> Decoding:
+        return Decoding(self, self.options, request, control, constraint, self.counters)
+
+    # -- the vocabulary, as a generation needs it (``decoding.Vocabulary``) -----------------
 
     def _vocabulary(self) -> list[str]:
         """Every token's raw text, read from the model once (closing and end tokens)."""
@@ -481,14 +332,14 @@ class LocalEngine(ABC):
             self._texts = self._token_texts()
         return self._texts
 
-    def _end_tokens(self) -> list[int]:
+    def end_tokens(self) -> list[int]:
         if self._ends is None:
-            self._ends = [t for t in range(len(self._vocabulary())) if self._is_end(t)]
+            self._ends = [t for t in range(len(self._vocabulary())) if self.is_end(t)]
         return self._ends
 
-    def _closing_tokens(self, chars: str, ranked: bool) -> list[list[int]]:
+    def closing_tokens(self, chars: str, ranked: bool) -> list[list[int]]:
         if (chars, ranked) not in self._closers:
-            self._closers[chars, ranked] = closing_tokens(self._vocabulary(), chars, ranked)
+            self._closers[chars, ranked] = tokens_made_of(self._vocabulary(), chars, ranked)
         return self._closers[chars, ranked]
 
     # -- live state and snapshots ----------------------------------------------------------
@@ -565,15 +416,15 @@ class LocalEngine(ABC):
         return None
 
     @abstractmethod
-    def _detokenize(self, tokens: Sequence[int]) -> str:
+    def detokenize(self, tokens: Sequence[int]) -> str:
         """Text of ``tokens`` (special tokens left out)."""
 
     @abstractmethod
-    def _is_end(self, token: int) -> bool:
+    def is_end(self, token: int) -> bool:
         """``token`` ends the generation (end-of-generation tokens)."""
 
     @abstractmethod
-    def _stop_strings(self) -> list[str]:
+    def stop_strings(self) -> list[str]:
         """Stop strings of the prompt format (the next transcript header, ...)."""
 
     @abstractmethod
@@ -583,8 +434,3 @@ class LocalEngine(ABC):
     @abstractmethod
     def _llguidance_tokenizer(self) -> Any:
         """llguidance's view of the vocabulary (built once); GrammarError if it cannot be."""
-
-    @abstractmethod
-    def _make_constraint(self, schema: dict[str, Any], max_tokens: int) -> TokenConstraint:
-        """A constraint for ``schema`` of ``self.options.constraint``'s kind; GrammarError
-        if the schema cannot be expressed."""

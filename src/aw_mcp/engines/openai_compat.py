@@ -38,24 +38,19 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import anyio
 import httpx
+from pydantic import Field
 
-from aw_mcp.engines.base import (
-    ChatMessage,
-    EngineError,
-    GenerationControl,
-    GenerationRequest,
-    GenerationResult,
-    GenerationStats,
-)
-from aw_mcp.engines.counters import EngineCounters
+from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest, GenerationResult
+from aw_mcp.engines.counters import EngineCounters, GenerationStats
 from aw_mcp.engines.reasoning import only_thinking
 from aw_mcp.engines.sequences import first_stop
+from aw_mcp.engines.settings import JsonMode, OpenAISettings
+from aw_mcp.errors import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -68,27 +63,16 @@ MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is cut to this (the call still
 # With no model list from the server, ask again at most this often (vLLM may still be loading).
 MODEL_PROBE_INTERVAL_S = 30.0
 
-JsonMode = Literal["json_schema", "json_object", "off"]
 
+class OpenAICompatOptions(OpenAISettings):
+    """The OpenAI-compatible engine's settings (``OpenAISettings``: the server, the model name,
+    timeouts, retries, ...) and what no flag sets. ``json_mode`` says how
+    GenerationRequest.json_schema is passed: OpenAI's response_format json_schema (vLLM,
+    SGLang, llama.cpp's llama-server), llama-cpp-python's json_object + schema, or not at all;
+    a server that rejects it is asked again without, once, and then never."""
 
-@dataclass
-class OpenAICompatOptions:
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str | None = None  # None: the first model the server lists
-    api_key_env: str = "AW_MCP_OPENAI_API_KEY"  # read at start; OPENAI_API_KEY as fallback
-    context_window: int = 8192
-    connect_timeout_s: float = 10.0
-    read_timeout_s: float = 300.0  # longest silence between two streamed chunks
-    total_timeout_s: float | None = None  # whole request, retries included
-    max_retries: int = 3
     backoff_s: float = 0.5  # first retry delay; doubles each time (with jitter)
-    concurrency: int = 64
-    reasoning_budget: int = 0  # extra completion tokens a reasoning model may think with
-    # How GenerationRequest.json_schema is passed: OpenAI's response_format json_schema
-    # (vLLM, SGLang, llama.cpp's llama-server), llama-cpp-python's json_object + schema, or
-    # not at all. A server that rejects it is asked again without, once, and then never.
-    json_mode: JsonMode = "json_schema"
-    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # merged into every request
 
 
 class _RetryableError(Exception):
@@ -109,12 +93,12 @@ class OpenAICompatEngine:
         self.counters = EngineCounters()
         self.base_url = self.options.base_url.rstrip("/")
         self._client: httpx.AsyncClient | None = None
-        self._model: str | None = self.options.model
+        self._model: str | None = self.options.model_name
         self._limiter: anyio.CapacityLimiter | None = None
         self._json_mode: JsonMode = self.options.json_mode
         self._exact_count: bool | None = None  # None: /tokenize not tried yet
         self._next_probe_at = 0.0
-        self._context_window = self.options.context_window
+        self._context_window = self.options.n_ctx
         self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep  # tests record waits
 
     # -- connection ------------------------------------------------------------------------
@@ -131,7 +115,7 @@ class OpenAICompatEngine:
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(
-                    connect=o.connect_timeout_s, read=o.read_timeout_s, write=30.0, pool=None
+                    connect=o.connect_timeout, read=o.read_timeout, write=30.0, pool=None
                 ),
                 limits=httpx.Limits(max_connections=o.concurrency, max_keepalive_connections=16),
                 transport=self._transport,
@@ -271,14 +255,14 @@ class OpenAICompatEngine:
         started = time.perf_counter()
         async with self._limiter:
             await self._resolve_model()
-            if self.options.total_timeout_s is not None:
+            if self.options.request_timeout is not None:
                 try:
-                    with anyio.fail_after(self.options.total_timeout_s):
+                    with anyio.fail_after(self.options.request_timeout):
                         result = await self._with_retries(self._stream_once, request, control)
                 except TimeoutError:
                     raise EngineError(
                         f"the server at {self.base_url} did not finish within "
-                        f"{self.options.total_timeout_s:g} s"
+                        f"{self.options.request_timeout:g} s"
                     ) from None
             else:
                 result = await self._with_retries(self._stream_once, request, control)

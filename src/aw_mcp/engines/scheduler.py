@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from aw_mcp.engines.base import EngineError, GenerationControl
+from aw_mcp.engines.base import GenerationControl
+from aw_mcp.errors import EngineError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

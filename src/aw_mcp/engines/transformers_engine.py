@@ -26,36 +26,32 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from aw_mcp.engines.base import ChatMessage, EngineError, default_inference_threads
+from aw_mcp.engines.base import ChatMessage, default_inference_threads
 from aw_mcp.engines.chat_format import TRANSCRIPT_ACTION, render_transcript
-from aw_mcp.engines.constraints import GrammarError, LlguidanceConstraint, TokenConstraint
+from aw_mcp.engines.constraints import GrammarError
 from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
 from aw_mcp.engines.sequences import common_prefix
+from aw_mcp.engines.settings import TransformersSettings
 from aw_mcp.engines.snapshots import Snapshot
 from aw_mcp.engines.transformers_cache import cache_argument
+from aw_mcp.errors import EngineError
+from aw_mcp.models.catalogue import DEFAULT_MODEL, KNOWN_MODELS
+from aw_mcp.models.fetch import resolve_model
 
 log = logging.getLogger(__name__)
 
-DType = Literal["auto", "float32", "float16", "bfloat16"]
 
 PREFILL_CHUNK = 512  # prompt tokens per forward pass (bounds activation memory)
 FORK_CANDIDATES = 8  # most recent caches a new episode may copy its shared prefix from
 MIN_FORK_TOKENS = 16  # below this, a fresh cache is cheaper than a copy
 
 
-@dataclass
-class TransformersOptions(LocalEngineOptions):
-    model: str | Path | None = None  # HF id, local folder or .gguf file; None: embedded SmolLM2
-    gguf_file: str | None = None  # a GGUF file name inside ``model`` (folder or HF repo)
-    device: str = "auto"  # auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...
-    dtype: DType = "auto"  # auto: bfloat16/float16 on CUDA, float32 on CPU
-    device_map: str | None = None  # e.g. "auto" to spread a large model over GPUs (accelerate)
-    n_ctx: int | None = None  # None: the model's max_position_embeddings
-    trust_remote_code: bool = False
+class TransformersOptions(TransformersSettings, LocalEngineOptions):
+    """The transformers engine's settings (``TransformersSettings``) and what no flag sets."""
 
 
 @dataclass
@@ -65,26 +61,20 @@ class _LiveCache:
 
 
 def resolve_model_source(options: TransformersOptions) -> tuple[str, str | None]:
-    """(what to pass to from_pretrained, gguf file name or None) for the configured model."""
-    model = options.model
-    if model is None:
-        from aw_mcp.engines.llama_cpp import embedded_model_path
-
-        path = embedded_model_path()
-        return str(path.parent), path.name
-    from aw_mcp.models import KNOWN_MODELS, resolve_model
-
-    path = resolve_model(model) if str(model) in KNOWN_MODELS else Path(model)
+    """(what to pass to from_pretrained, gguf file name or None) for the configured model:
+    ``hf_model``, else ``model``, else the catalogue's default model (its GGUF file)."""
+    model = options.hf_model or options.model or DEFAULT_MODEL
+    path = resolve_model(model) if model in KNOWN_MODELS else Path(model)
     if path.suffix == ".gguf":
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")
         return str(path.parent), path.name
     if options.gguf_file is not None:
-        return str(model), options.gguf_file
-    looks_like_a_path = path.is_absolute() or str(model).startswith(".")
+        return model, options.gguf_file
+    looks_like_a_path = path.is_absolute() or model.startswith(".")
     if looks_like_a_path and not path.is_dir():
         raise EngineError(f"model folder not found: {path}")
-    return str(model), None  # a local folder or a Hugging Face model id
+    return model, None  # a local folder or a Hugging Face model id
 
 
 class TransformersEngine(LocalEngine):
@@ -120,7 +110,7 @@ class TransformersEngine(LocalEngine):
         source, gguf_file = resolve_model_source(self.options)
         device = self._pick_device(torch)
         if str(device).startswith("cpu"):  # as llama.cpp: a core left for the event loop
-            torch.set_num_threads(self.options.n_threads or default_inference_threads())
+            torch.set_num_threads(self.options.threads or default_inference_threads())
         dtype = self._pick_dtype(torch, device)
         kwargs: dict[str, Any] = {"trust_remote_code": self.options.trust_remote_code}
         if gguf_file:
@@ -200,14 +190,14 @@ class TransformersEngine(LocalEngine):
                 return list(tokenizer(text, add_special_tokens=False)["input_ids"])
             return list(tokenizer(render_transcript(messages))["input_ids"])
 
-    def _detokenize(self, tokens: Sequence[int]) -> str:
+    def detokenize(self, tokens: Sequence[int]) -> str:
         with self._tokenizer_lock:
             return self._tokenizer.decode(list(tokens), skip_special_tokens=True)
 
-    def _is_end(self, token: int) -> bool:
+    def is_end(self, token: int) -> bool:
         return token in self._eos_ids
 
-    def _stop_strings(self) -> list[str]:
+    def stop_strings(self) -> list[str]:
         return self._stops
 
     def _token_texts(self) -> list[str]:
@@ -289,11 +279,6 @@ class TransformersEngine(LocalEngine):
             return DynamicCache()
 
     # -- constraints -----------------------------------------------------------------------
-
-    def _make_constraint(self, schema: dict[str, Any], max_tokens: int) -> TokenConstraint:
-        if self.options.constraint == "gbnf":
-            raise GrammarError("the gbnf constraint needs the llama.cpp engine")
-        return LlguidanceConstraint(self._llguidance_tokenizer(), schema, max_tokens)
 
     def _llguidance_tokenizer(self) -> Any:
         if self._llg_tokenizer is None:  # ~1 s once per model, in a worker thread

@@ -1,6 +1,7 @@
-"""Episodes: each agent's history, world conditions, prompt building and call record."""
+"""Episodes: each agent's history in one world, and the prompt the world model reads.
 
-from aw_mcp.episode.episode import CallRecord, Episode, Turn, WorldCondition
-from aw_mcp.episode.store import EpisodeStore, RecordSink
-
-__all__ = ["CallRecord", "Episode", "EpisodeStore", "RecordSink", "Turn", "WorldCondition"]
+- ``episode``: one run of an (episode id, domain): its turns, records, world conditions;
+- ``store``: every live episode of a server and their one lifecycle (create, end, evict);
+- ``prompt``: a domain, its world and an episode's history as chat messages (the profiles);
+- ``schema_outline``: a short outline of a tool's JSON Schema for the prompt.
+"""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
-from aw_mcp.domain.models import ClientExchange, ToolCall, WorldSpec
-from aw_mcp.engines.base import GenerationStats
+from aw_mcp.domain.models import WorldSpec
+from aw_mcp.records.calls import CallRecord, Turn
 
 
 class WorldCondition(BaseModel):
@@ -27,87 +27,6 @@ class WorldCondition(BaseModel):
         return self.since_call <= call_index and (
             self.until_call is None or call_index <= self.until_call
         )
-
-
-class Turn(BaseModel):
-    """One (action, observation) pair the world model sees on later calls."""
-
-    index: int
-    action: ToolCall
-    observation: str
-    is_error: bool = False
-    conditions: list[str] = Field(
-        default_factory=list, description="World conditions in effect when this call was made."
-    )
-    damaged: bool = Field(
-        default=False, description="An output fault changed the observation (never replayed)."
-    )
-    reached_world: bool = Field(
-        default=True,
-        description="False when a protocol fault (an HTTP error page, a rate limit) answered "
-        "instead of the environment: the world model sees a failed request, not its text, so "
-        "it never mistakes the fault for something the environment printed.",
-    )
-
-
-# "real": recorded from a real server or shell (aw-mcp record, the trajectory generator);
-# "rpc-error": a JSON-RPC error instead of a result (a real server's, recorded by aw-mcp
-# record, or a fault rule's); it never enters the history.
-# "replay-miss": `serve --replay` with replay_miss=error refused a call no recording matches.
-ObservationSource = Literal[
-    "model",
-    "fault",
-    "replay",
-    "real",
-    "invalid-arguments",
-    "engine-error",
-    "cancelled",
-    "rpc-error",
-    "replay-miss",
-]
-
-
-def reached_world(source: ObservationSource, is_error: bool) -> bool:
-    """Whether a call's answer came from the (simulated or real) environment. An error a fault
-    rule answered with (a 502, a 429) never reached it; a canned result a rule gives did."""
-    return not (source == "fault" and is_error)
-
-
-class CallRecord(BaseModel):
-    """Everything about one call, for the episode's record (JSONL, RL logs, reproduction)."""
-
-    index: int
-    episode: str
-    domain: str
-    tool: str
-    arguments: dict[str, Any]
-    observation: str
-    structured: Any | None = None
-    is_error: bool
-    source: ObservationSource
-    faults: list[dict[str, Any]] = Field(default_factory=list)
-    conditions: list[str] = Field(default_factory=list)
-    omitted_turns: int = 0
-    stats: GenerationStats | None = None
-    started_at: float
-    seconds: float
-    episode_started_at: float | None = Field(
-        default=None,
-        description="When this run of the episode began. An id that is reset, or forgotten "
-        "and used again, begins a new run whose indices start at 1 again.",
-    )
-    client: list[ClientExchange] = Field(
-        default_factory=list,
-        description="What the tool asked the MCP client during the call and was answered.",
-    )
-
-    @model_serializer(mode="wrap")
-    def _without_empty_client(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Most calls ask the client nothing: their records keep the shape they always had.
-        data: dict[str, Any] = handler(self)
-        if not data.get("client"):
-            data.pop("client", None)
-        return data
 
 
 EpisodeState = Literal["created", "active", "ended", "evicted"]

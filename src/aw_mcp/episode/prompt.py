@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from aw_mcp.domain.models import (
     CLIENT_REQUEST_METHODS,
@@ -32,8 +32,8 @@ from aw_mcp.engines.reasoning import (
     answer_text,
 )
 from aw_mcp.engines.reasoning import strip_reasoning as strip_reasoning  # re-export
-from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.schema_outline import schema_outline
+from aw_mcp.records.calls import Turn
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
@@ -253,6 +253,7 @@ class SmallModelProfile(PromptProfile):
         return text
 
 
+ProfileName = Literal["default", "small", "agentworld"]
 PROFILES: dict[str, type[PromptProfile]] = {
     p.name: p for p in (PromptProfile, SmallModelProfile, AgentWorldProfile)
 }

@@ -18,17 +18,18 @@ from typing import Any, cast
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, RequestParamsMeta, TextContent
 
-from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.domain.models import ToolCall, WorldSpec
-from aw_mcp.episode.episode import CallRecord, ObservationSource
+from aw_mcp.errors import UserInputError
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
 from aw_mcp.evaluation.runner import run_bounded
 from aw_mcp.evaluation.samples import family_of, sample_key
+from aw_mcp.export.formats import bench_sample
+from aw_mcp.records.calls import CallRecord, ObservationSource, enters_history
+from aw_mcp.records.reader import RecordedEpisode
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import WORLD_META_KEY, episode_meta
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.trajectories.export import bench_sample
-from aw_mcp.trajectories.records import HISTORY_SOURCES, RecordedEpisode
+from aw_mcp.simulation.simulator import WorldSimulator
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class ClosedLoopOptions:
 
 def replayed_calls(episode: RecordedEpisode) -> list[CallRecord]:
     """The calls whose observations the real episode's world produced, in order."""
-    return [r for r in episode.records if r.source in HISTORY_SOURCES]
+    return [r for r in episode.records if enters_history(r.source)]
 
 
 def sample_id(episode: RecordedEpisode, turn: int) -> str:
@@ -87,14 +88,14 @@ class ClosedLoop:
         for episode in episodes:
             key = (episode.episode, episode.domain)
             if key in seen:
-                raise ValueError(
+                raise UserInputError(
                     f"episode {episode.episode!r} ({episode.domain}) is recorded twice "
                     f"(again in {episode.path})"
                 )
             seen.add(key)
             for record in replayed_calls(episode):
                 if record.tool not in names:
-                    raise ValueError(
+                    raise UserInputError(
                         f"{episode.path}: call {record.index} uses tool {record.tool!r}, which "
                         f"this server does not serve (its tools: {', '.join(names)}); "
                         "pass the domain with --simulator"
@@ -103,7 +104,7 @@ class ClosedLoop:
     def served(self, tool: str) -> ServedTool:
         served = self.simulator.catalogue.get(tool)
         if served is None:  # check() refuses such episodes before any call
-            raise ValueError(f"this server does not serve the tool {tool!r}")
+            raise UserInputError(f"this server does not serve the tool {tool!r}")
         return served
 
     def rows(

@@ -15,16 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.domain.models import WorldSpec
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.episode.store import RecordSink
+from aw_mcp.errors import UserInputError
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE
-from aw_mcp.simulator import WorldSimulator
-from aw_mcp.trajectories.records import RecordedEpisode
-from aw_mcp.trajectories.sandbox import BashSandbox, observation_text
-from aw_mcp.trajectories.worlds import from_world
+from aw_mcp.generation.sandbox import BashSandbox, observation_text
+from aw_mcp.generation.worlds import from_world
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import RecordedEpisode
+from aw_mcp.records.sink import RecordSink
+from aw_mcp.simulation.simulator import WorldSimulator
 
 TOOL = "run_command"
 EPISODE_ID = "everyday"  # every session's, whichever its commands (each gets a folder of its own)
@@ -36,10 +37,10 @@ def read_commands(path: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ValueError(f"cannot read the commands file {path}: {reason}") from None
+        raise UserInputError(f"cannot read the commands file {path}: {reason}") from None
     commands = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not commands:
-        raise ValueError(f"{path} holds no command (one per line; '#' starts a comment)")
+        raise UserInputError(f"{path} holds no command (one per line; '#' starts a comment)")
     return commands
 
 
@@ -58,7 +59,7 @@ def shell_tool(simulator: WorldSimulator) -> ServedTool:
     """The served ``run_command``: the terminal world's where several domains have one."""
     shells = [s for s in simulator.catalogue if s.spec.name == TOOL]
     if not shells:
-        raise ValueError(
+        raise UserInputError(
             f"the served domains have no {TOOL!r} tool: serve the terminal world "
             "(--simulator terminal)"
         )
@@ -103,7 +104,7 @@ class Answer:
         return same_answer(self.served, self.real)
 
 
-class OutputExistsError(ValueError):
+class OutputExistsError(UserInputError):
     """The output folder already holds a session's predictions."""
 
 

@@ -12,7 +12,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from aw_mcp.engines.base import Engine, EngineError, GenerationRequest
+from aw_mcp.engines.base import Engine, GenerationRequest
+from aw_mcp.errors import EngineError, UserInputError
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
 from aw_mcp.evaluation.runner import run_bounded
 from aw_mcp.evaluation.samples import BenchSample
@@ -65,7 +66,7 @@ async def infer(
     keys = [s.key for s in samples]
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
-        raise ValueError(f"sample {duplicate!r} appears twice in the data")
+        raise UserInputError(f"sample {duplicate!r} appears twice in the data")
     todo = [s for s in samples if not predictions.done(s.key)]
     if len(todo) < len(samples):
         log.info(

@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aw_mcp.engines.base import ChatMessage, Engine, EngineError, GenerationRequest
+from aw_mcp.engines.base import ChatMessage, Engine, GenerationRequest
 from aw_mcp.engines.reasoning import strip_reasoning
+from aw_mcp.errors import EngineError
 from aw_mcp.evaluation.samples import BenchSample
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ Answer with your reasoning first if you like, then exactly one block:
 </{VERDICT_TAG}>"""
 
 
-class VerdictError(ValueError):
+class VerdictError(EngineError):
     """The judge's answer holds no usable verdict."""
 
 

@@ -19,7 +19,7 @@ All are deterministic and need no model:
   ref: what an agent reading the simulated page could act on, where refs usable only says
   that the real ref's number is there (it may name a paragraph);
 - exact and similarity with volatile values masked (where the reference has one): the same
-  two on both texts after ``mask_volatile`` (``trajectories/volatile.py``: the time in
+  two on both texts after ``mask_volatile`` (``evaluation/volatile.py``: the time in
   Playwright's output file names, clock readings), which no simulator can know. The raw
   scores stay the headline; these say how much of a miss is only such a value.
 """
@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from aw_mcp.trajectories.volatile import mask_volatile
+from aw_mcp.evaluation.volatile import mask_volatile
 
 _EXIT_CODE = re.compile(r"\[exit code: (-?\d+)\]\s*\Z")
 _WHITESPACE = re.compile(r"\s+")

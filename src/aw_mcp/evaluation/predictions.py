@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aw_mcp.evaluation.samples import BenchSample
-from aw_mcp.jsonl_files import read_jsonl
+from aw_mcp.files.jsonl import read_jsonl
 
 PREDICTIONS_FILE = "predictions.jsonl"
 

@@ -23,8 +23,8 @@ from aw_mcp.engines.base import ChatMessage
 from aw_mcp.engines.reasoning import answer_text
 from aw_mcp.episode.prompt import AgentWorldProfile
 from aw_mcp.evaluation.metrics import command_family
-from aw_mcp.jsonl_files import read_jsonl
-from aw_mcp.yaml_files import DataFileError
+from aw_mcp.files.jsonl import read_jsonl
+from aw_mcp.files.yaml import DataFileError
 
 BENCH_FILE_GLOB = "*_test.jsonl"
 UNKNOWN_FAMILY = "(unknown)"

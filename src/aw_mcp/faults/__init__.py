@@ -1,17 +1,8 @@
 """The fault layer: decides, per call, whether to answer instead of the world model or to add
-a condition to the world. Scenario files in ``faults/`` drive it."""
+a condition to the world. Scenario files in ``faults/`` drive it.
 
-from aw_mcp.faults.layer import CallContext, FaultDecision, FaultLayer, FiredFault, NoFaults
-from aw_mcp.faults.scenario import Scenario, load_scenario
-from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
-
-__all__ = [
-    "CallContext",
-    "FaultDecision",
-    "FaultLayer",
-    "FiredFault",
-    "NoFaults",
-    "Scenario",
-    "ScenarioFaultLayer",
-    "load_scenario",
-]
+- ``layer``: the seam the simulator calls (``FaultLayer``, ``FaultDecision``) and ``NoFaults``;
+- ``scenario``: the pydantic models of a scenario file; ``scenario_layer``: the layer they drive;
+- ``presets``, ``output``, ``mislead``: error texts, answer damage, plausible-but-wrong answers;
+- ``coverage``: whether a scenario's rules fit the tools they are meant for.
+"""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.faults.scenario import Scenario
 
 

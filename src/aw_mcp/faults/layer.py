@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.domain.answers import ToolAnswer
 from aw_mcp.episode.episode import WorldCondition
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.domain.answers import ToolAnswer
 from aw_mcp.faults.scenario import CorruptEffect, EmptyEffect, SchemaDriftEffect, TruncateEffect
 from aw_mcp.json_schemas import schema_errors
 

@@ -39,9 +39,9 @@ from pydantic import (
     model_validator,
 )
 
-from aw_mcp.answers import CONTENT_BLOCK
-from aw_mcp.data_files import bundled_names, resolve_data_file
-from aw_mcp.yaml_files import load_yaml_file
+from aw_mcp.domain.answers import CONTENT_BLOCK
+from aw_mcp.files.bundled import bundled_names, resolve_data_file
+from aw_mcp.files.yaml import load_yaml_file
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 

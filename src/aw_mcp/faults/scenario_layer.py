@@ -23,9 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aw_mcp.answers import ToolAnswer
+from aw_mcp.domain.answers import ToolAnswer
 from aw_mcp.draws import Draws
 from aw_mcp.episode.episode import WorldCondition
+from aw_mcp.errors import UserInputError
 from aw_mcp.faults.layer import CallContext, FaultDecision, FiredFault, JsonRpcFault
 from aw_mcp.faults.mislead import mislead_conditions, wrongness_text
 from aw_mcp.faults.output import damage
@@ -92,7 +93,7 @@ class ScenarioFaultLayer:
     def __init__(self, scenarios: Sequence[Scenario]):
         names = [s.name for s in scenarios]
         if duplicated := sorted({n for n in names if names.count(n) > 1}):
-            raise ValueError(f"fault scenario names must differ; loaded twice: {duplicated}")
+            raise UserInputError(f"fault scenario names must differ; loaded twice: {duplicated}")
         self.scenarios = list(scenarios)
         self._episodes: dict[str, _EpisodeCounts] = {}
 

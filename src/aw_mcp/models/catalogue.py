@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from aw_mcp.engines.base import EngineError
+from aw_mcp.errors import EngineError
 
 
 class ModelFileError(EngineError):
@@ -104,3 +107,18 @@ KNOWN_MODELS: dict[str, KnownModel] = {
 
 # What `aw-mcp serve` and `aw-mcp train` use when --model is not given.
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+
+def cache_folder() -> Path:
+    """``$XDG_CACHE_HOME/aw-mcp/models`` (``~/.cache/aw-mcp/models`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aw-mcp" / "models"
+
+
+def model_file_name(model: str | None) -> str:
+    """The file name of the GGUF that ``--model`` names (a catalogue name or a path; None:
+    ``DEFAULT_MODEL``), known before the file is fetched: bundled adapters are chosen by it
+    (an adapter records the file name of the base it was trained on)."""
+    name = model or DEFAULT_MODEL
+    known = KNOWN_MODELS.get(name)
+    return known.file_name if known else Path(name).name

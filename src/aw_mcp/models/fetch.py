@@ -14,13 +14,13 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from aw_mcp.engines.requantize import cache_folder
 from aw_mcp.models.catalogue import (
     KNOWN_MODELS,
     ChunkedPackages,
     KnownModel,
     ModelFileError,
     SinglePackage,
+    cache_folder,
 )
 
 log = logging.getLogger(__name__)
@@ -71,22 +71,27 @@ _verified: set[tuple[str, int, int, str]] = set()
 
 def verify(path: Path, model: KnownModel) -> None:
     """Refuse ``path`` unless it has ``model``'s size and sha256."""
+    verify_pinned(path, model.size, model.sha256, model.name, "fetch it anew")
+
+
+def verify_pinned(path: Path, size: int, sha256: str, name: str, remedy: str) -> None:
+    """Refuse ``path`` unless it is ``size`` bytes with ``sha256``: a model or adapter file
+    is opaque bytes from outside, served only as pinned. ``remedy``: what gets the right file
+    (said in the error)."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, model.sha256)
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, sha256)
     if key in _verified:
         return
-    size = stat.st_size
-    if size != model.size:
+    if stat.st_size != size:
         raise ModelFileError(
-            f"{path}: {size:,} bytes, but {model.name} is {model.size:,} bytes "
-            f"(sha256 {model.sha256}); the file is truncated or not this model. Delete it "
-            "and start again to fetch it anew."
+            f"{path}: {stat.st_size:,} bytes, but {name} is {size:,} bytes (sha256 {sha256}); "
+            f"the file is truncated or not {name}. Delete it and start again to {remedy}."
         )
     digest = _sha256(path)
-    if digest != model.sha256:
+    if digest != sha256:
         raise ModelFileError(
-            f"{path}: sha256 {digest}, expected {model.sha256} for {model.name}; the file "
-            "is corrupted or not this model. Delete it and start again to fetch it anew."
+            f"{path}: sha256 {digest}, expected {sha256} for {name}; the file is corrupted or "
+            f"not {name}. Delete it and start again to {remedy}."
         )
     _verified.add(key)
 

@@ -27,9 +27,8 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.dispatcher import ProgressFnT
 
 from aw_mcp import __version__
-from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
-from aw_mcp.catalogue import ServedTool
-from aw_mcp.config import DEFAULT_MAX_ARGUMENT_BYTES
+from aw_mcp.domain.answers import CONTENT_BLOCK, ToolAnswer
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.server.arguments import (
     argument_errors,
     oversize_error,
@@ -41,8 +40,9 @@ from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
 from aw_mcp.server.listen import EpisodeSubscriptions, ListsNeverChange
 from aw_mcp.server.malformed import ExplainInvalidParams
+from aw_mcp.server.settings import DEFAULT_MAX_ARGUMENT_BYTES
 from aw_mcp.server.world_surface import notify_changed_resources, surface_handlers
-from aw_mcp.simulator import RpcFaultError, WorldSimulator
+from aw_mcp.simulation.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,6 @@ import hmac
 import ipaddress
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server import Server
@@ -47,8 +45,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.errors import UserInputError
 from aw_mcp.server.http_watch import CancelWhenClientGone, SessionActivity, WatchedPosts
 from aw_mcp.server.malformed import leading_id, screen_line
+from aw_mcp.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -57,30 +57,7 @@ LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 ANY_HOST = "*"
 
 
-@dataclass(frozen=True)
-class HttpOptions:
-    host: str = "127.0.0.1"
-    port: int = 8765
-    session_idle_timeout: float = 1800.0
-    max_sessions: int = 1000
-    allowed_hosts: Sequence[str] = field(default_factory=tuple)
-    allowed_origins: Sequence[str] = field(default_factory=tuple)
-    auth_token: str | None = None
-    ui: bool = False  # serve the read-only /ui page (needs the episode store)
-    max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE
-
-
-BODY_ENVELOPE_BYTES = 64 * 1024
-
-
-def body_limit(max_argument_bytes: int) -> int:
-    """The largest POST body worth parsing when a call's arguments may take
-    ``max_argument_bytes`` as compact JSON: twice that (escapes, indentation) and room for the
-    rest of the message; never above the SDK's own 4 MiB."""
-    return min(2 * max_argument_bytes + BODY_ENVELOPE_BYTES, DEFAULT_MAX_REQUEST_BODY_SIZE)
-
-
-class HttpConfigError(ValueError):
+class HttpConfigError(UserInputError):
     """The HTTP settings would expose the server unsafely; the message says what to set."""
 
 
@@ -93,22 +70,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def transport_security(options: HttpOptions) -> TransportSecuritySettings:
-    """Host/Origin checks for ``options``; raise HttpConfigError when off loopback unconfigured."""
-    hosts = list(options.allowed_hosts)
+def transport_security(settings: ServerSettings) -> TransportSecuritySettings:
+    """Host/Origin checks for ``settings``; raise HttpConfigError when off loopback unconfigured."""
+    hosts = list(settings.allowed_host)
     if ANY_HOST in hosts:  # an explicit opt-out, e.g. behind a proxy that checks Host itself
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if not hosts:
-        if not is_loopback(options.host):
+        if not is_loopback(settings.host):
             raise HttpConfigError(
-                f"--host {options.host} is not a loopback address: any web page could reach "
+                f"--host {settings.host} is not a loopback address: any web page could reach "
                 "this server through DNS rebinding. Name the Host values clients use with "
                 "--allowed-host (e.g. --allowed-host 'myserver.lan:*'; '*' turns the check off), "
                 "and consider --auth-token."
             )
-        bind = f"[{options.host}]" if ":" in options.host else options.host
+        bind = f"[{settings.host}]" if ":" in settings.host else settings.host
         hosts = [*LOOPBACK_HOSTS, f"{bind}:*"]
-    origins = list(options.allowed_origins) or [
+    origins = list(settings.allowed_origin) or [
         f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")
     ]
     return TransportSecuritySettings(
@@ -284,24 +261,24 @@ class ScreenedBodies:
 
 
 def build_http_app(
-    server: Server, options: HttpOptions, episodes: EpisodeStore | None = None
+    server: Server, settings: ServerSettings, episodes: EpisodeStore | None = None
 ) -> ASGIApp:
-    """The application; with ``options.ui``, ``episodes`` feeds the ``/ui`` page."""
-    security = transport_security(options)
+    """The application; with ``settings.ui``, ``episodes`` feeds the ``/ui`` page."""
+    security = transport_security(settings)
     manager = BoundedSessionManager(
         app=server,
         security_settings=security,
-        session_idle_timeout=options.session_idle_timeout,
-        max_sessions=options.max_sessions,
-        max_request_body_size=options.max_body_bytes,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        max_request_body_size=settings.max_body_bytes,
     )
     server._session_manager = manager  # what Server.streamable_http_app would record
     server.middleware.extend([CancelWhenClientGone(), SessionActivity(manager.mark_established)])
     endpoint = ScreenedBodies(
-        WatchedPosts(StreamableHTTPASGIApp(manager)), security, options.max_body_bytes
+        WatchedPosts(StreamableHTTPASGIApp(manager)), security, settings.max_body_bytes
     )
     routes = [Route(HTTP_PATH, endpoint=endpoint)]
-    if options.ui:
+    if settings.ui:
         if episodes is None:
             raise HttpConfigError("the /ui page needs the server's episode store")
         from aw_mcp.server.ui import ui_route  # the templates load only when asked for
@@ -311,6 +288,7 @@ def build_http_app(
         routes=routes,
         lifespan=lambda _: manager.run(),
     )
-    if options.auth_token:
-        app = BearerTokenMiddleware(app, options.auth_token)
+    token = settings.auth_token.get_secret_value() if settings.auth_token else ""
+    if token:
+        app = BearerTokenMiddleware(app, token)
     return app

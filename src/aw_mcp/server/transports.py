@@ -19,8 +19,10 @@ from mcp_types import JSONRPCError
 from starlette.types import ASGIApp
 
 from aw_mcp.episode.store import EpisodeStore
-from aw_mcp.server.http_app import HTTP_PATH, HttpOptions, build_http_app
+from aw_mcp.errors import UserInputError
+from aw_mcp.server.http_app import HTTP_PATH, build_http_app
 from aw_mcp.server.malformed import screen_line
+from aw_mcp.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +77,16 @@ async def serve_stdio(server: Server) -> None:
             tg.cancel_scope.cancel()
 
 
-def http_app(server: Server, options: HttpOptions, episodes: EpisodeStore | None = None) -> ASGIApp:
-    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe options.
-    ``episodes`` feeds the ``/ui`` page when ``options.ui`` is on."""
-    return build_http_app(server, options, episodes)
+def http_app(
+    server: Server, settings: ServerSettings, episodes: EpisodeStore | None = None
+) -> ASGIApp:
+    """The HTTP application; raises HttpConfigError (before anything starts) on unsafe
+    settings. ``episodes`` feeds the ``/ui`` page when ``settings.ui`` is on."""
+    return build_http_app(server, settings, episodes)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port); ValueError saying why when it cannot be had."""
+    """A socket bound to (host, port); UserInputError saying why when it cannot be had."""
     # The family as uvicorn picks it ("localhost" stays IPv4 even where it resolves to ::1).
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -92,21 +96,23 @@ def listen_socket(host: str, port: int) -> socket.socket:
         sock.close()
         hint = " (another server is using that port: pick another with --port)"
         problem = f"{exc.strerror or exc}{hint if exc.errno == errno.EADDRINUSE else ''}"
-        raise ValueError(f"cannot listen on {host}:{port}: {problem}") from None
+        raise UserInputError(f"cannot listen on {host}:{port}: {problem}") from None
     return sock
 
 
-async def serve_http(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
+async def serve_http(
+    app: ASGIApp, settings: ServerSettings, sock: socket.socket | None = None
+) -> None:
     """Serve on ``sock``; bind it beforehand (``listen_socket``) so that a port in use fails
     before the model loads and before anything says it is serving."""
     import uvicorn
 
-    sock = sock or listen_socket(options.host, options.port)
+    sock = sock or listen_socket(settings.host, settings.port)
     config = uvicorn.Config(
-        app, host=options.host, port=options.port, log_level="warning", lifespan="on"
+        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
     )
     port = sock.getsockname()[1]
-    log.info("serving Streamable HTTP on http://%s:%d%s", options.host, port, HTTP_PATH)
-    if options.ui:
-        log.info("live episodes at http://%s:%d/ui", options.host, port)
+    log.info("serving Streamable HTTP on http://%s:%d%s", settings.host, port, HTTP_PATH)
+    if settings.ui:
+        log.info("live episodes at http://%s:%d/ui", settings.host, port)
     await uvicorn.Server(config).serve(sockets=[sock])

@@ -32,12 +32,12 @@ from typing import Any
 
 from mcp import MCPError, types
 
-from aw_mcp.answers import CONTENT_BLOCK, ToolAnswer
-from aw_mcp.catalogue import Catalogue, ServedTool
+from aw_mcp.domain.answers import CONTENT_BLOCK, ToolAnswer
+from aw_mcp.domain.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import ClientExchange, DomainSpec, ToolSimulation, ToolSpec
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import client_episode, connection_state
-from aw_mcp.simulator import RpcFaultError, WorldSimulator
+from aw_mcp.simulation.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
 

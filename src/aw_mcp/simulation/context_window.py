@@ -10,14 +10,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.domain.models import ToolCall
-from aw_mcp.engines.base import ChatMessage, Engine, EngineError
+from aw_mcp.engines.base import ChatMessage, Engine
 from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+from aw_mcp.errors import EngineError
 
 if TYPE_CHECKING:
-    from aw_mcp.grounding import GroundingIndex
+    from aw_mcp.simulation.grounding import GroundingIndex
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 
-from aw_mcp.answers import ToolAnswer
-from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.answers import ToolAnswer
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.episode.episode import Episode
 from aw_mcp.faults.layer import CallContext, FaultDecision, FaultLayer, JsonRpcFault
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from aw_mcp.answers import ToolAnswer
-from aw_mcp.catalogue import ServedTool
+from aw_mcp.domain.answers import ToolAnswer
+from aw_mcp.domain.catalogue import ServedTool
 from aw_mcp.domain.models import ClientExchange
-from aw_mcp.engines.base import GenerationStats
-from aw_mcp.episode.episode import CallRecord, Episode, ObservationSource
+from aw_mcp.engines.counters import GenerationStats
+from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.records.calls import CallRecord, ObservationSource
 
 
 class PendingRecord:

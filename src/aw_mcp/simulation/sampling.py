@@ -10,24 +10,32 @@ send the same prompt do not get the same "random" answer.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aw_mcp.draws import Draws
+from aw_mcp.sections import EPISODES, Section, flag
 
 SEED_BITS = 31  # every engine takes it: llama.cpp's uint32, torch's int64, OpenAI's int
 
 
-class SamplingSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class SamplingSettings(Section):
+    """How the world model samples: a section of the serve settings."""
 
     sampling_seed: int = Field(
-        default=0, description="Base seed of every request's seed (see seed_for)."
+        default=0,
+        description="base seed of the world model's sampling; each request's seed is derived "
+        "from it, the episode id, the call index and the attempt, so the same seed replays "
+        "the same episodes and episodes sending the same prompt still sample differently",
+        json_schema_extra=flag(EPISODES),
     )
+
     retry_temperature: float = Field(
         default=0.7,
         ge=0.0,
         le=2.0,
-        description="Temperature of retries of an answer that broke the tool's outputSchema.",
+        description="temperature of the retries of an answer that broke its tool's "
+        "outputSchema (the first attempt uses the domain's temperature)",
+        json_schema_extra=flag(EPISODES),
     )
 
     def temperature_for(self, domain_temperature: float, attempt: int) -> float:

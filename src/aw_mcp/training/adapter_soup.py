@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aw_mcp.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY, read_adapter_info
+from aw_mcp.errors import UserInputError
+from aw_mcp.models.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY, read_adapter_info
 from aw_mcp.training.gguf_adapter import write_adapter_file
 
 SOURCES_KEY = "aw_mcp.merged_from"  # provenance: "file.gguf*weight,..."
@@ -38,7 +39,7 @@ def parse_part(text: str) -> SoupPart:
     try:
         return SoupPart(Path(path), float(weight))
     except ValueError:
-        raise ValueError(f"not PATH*WEIGHT: {text!r} (the weight is a number)") from None
+        raise UserInputError(f"not PATH*WEIGHT: {text!r} (the weight is a number)") from None
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,12 @@ def merge_adapters(
     from gguf import GGUFReader
 
     if not parts:
-        raise ValueError("a merge takes one adapter or more")
+        raise UserInputError("a merge takes one adapter or more")
     infos = [read_adapter_info(p.path) for p in parts]  # refuses what is no LoRA adapter
     first = infos[0]
     for info in infos[1:]:
         if (info.base_model, info.profile) != (first.base_model, first.profile):
-            raise ValueError(
+            raise UserInputError(
                 f"{info.path} is for {info.base_model} with profile {info.profile}; "
                 f"{first.path} is for {first.base_model} with profile {first.profile}"
             )
@@ -77,7 +78,7 @@ def merge_adapters(
     tensors = [{t.name: np.array(t.data, dtype=np.float32) for t in r.tensors} for r in readers]
     for part, found in zip(parts[1:], tensors[1:], strict=True):
         if set(found) != set(tensors[0]):
-            raise ValueError(f"{part.path} adapts other tensors than {parts[0].path}")
+            raise UserInputError(f"{part.path} adapts other tensors than {parts[0].path}")
     merged: dict[str, np.ndarray] = {}
     written_rank, kept = 0, 1.0
     for name in sorted(n.removesuffix(".lora_a") for n in tensors[0] if n.endswith(".lora_a")):

@@ -22,17 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aw_mcp.catalogue import Catalogue
+from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.models import DomainSpec, ToolCall, WorldSpec
 from aw_mcp.engines.chat_format import ChatRenderer
-from aw_mcp.episode.episode import Turn
 from aw_mcp.episode.prompt import PromptProfile, build_messages
-from aw_mcp.trajectories.records import RecordedEpisode
+from aw_mcp.errors import UserInputError
+from aw_mcp.records.calls import Turn
+from aw_mcp.records.reader import RecordedEpisode
 
 log = logging.getLogger(__name__)
 
 
-class RenderError(ValueError):
+class RenderError(UserInputError):
     """An episode cannot be rendered into a training sequence (template or data problem)."""
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aw_mcp.adapters import (
+from aw_mcp.errors import UserInputError
+from aw_mcp.models.adapters import (
     BASE_MODEL_KEY,
     DOMAINS_KEY,
     PROFILE_KEY,
@@ -62,7 +63,7 @@ def base_architecture(base: Path) -> str:
 
     found = GGUFReader(base).fields.get("general.architecture")
     if found is None:
-        raise ValueError(f"{base} has no general.architecture key: not a GGUF model file")
+        raise UserInputError(f"{base} has no general.architecture key: not a GGUF model file")
     return str(found.contents())
 
 
@@ -91,7 +92,7 @@ def _tensor_names(architecture: str, n_layers: int):  # -> gguf.TensorNameMap
 
     arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}.get(architecture)
     if arch is None:
-        raise ValueError(f"gguf does not know the model architecture {architecture!r}")
+        raise UserInputError(f"gguf does not know the model architecture {architecture!r}")
     return gguf.get_tensor_name_map(arch, n_layers)
 
 
@@ -125,7 +126,7 @@ def read_gguf_adapter(
         a = tensors.pop(f"{base}.lora_a", None)
         b = tensors.pop(f"{base}.lora_b", None)
         if base is None or a is None or b is None:
-            raise ValueError(f"{path} has no LoRA weights for {module}")
+            raise UserInputError(f"{path} has no LoRA weights for {module}")
         # GGUF stores shapes innermost-first; .data is already numpy's (rows, columns).
         rows_b = np.array(b.data, dtype=np.float32)
         if permuted and module.endswith("q_proj"):
@@ -134,7 +135,9 @@ def read_gguf_adapter(
             rows_b = rotary_unpermute(rows_b, n_kv_head)
         weights[module] = LoraWeights(module, np.array(a.data, dtype=np.float32), rows_b)
     if tensors:
-        raise ValueError(f"{path} adapts tensors this LoRA setup does not: {sorted(tensors)[:3]}")
+        raise UserInputError(
+            f"{path} adapts tensors this LoRA setup does not: {sorted(tensors)[:3]}"
+        )
     return ReadAdapter(info, architecture, weights)
 
 
@@ -148,7 +151,7 @@ def write_gguf_adapter(
     for w in weights:
         base = names.get_name(w.name + ".weight", try_suffixes=(".weight",))
         if base is None:
-            raise ValueError(f"no GGUF tensor name for {w.name}")
+            raise UserInputError(f"no GGUF tensor name for {w.name}")
         b = w.b
         if permuted and w.name.endswith("q_proj"):
             b = rotary_permute(b, meta.n_head)

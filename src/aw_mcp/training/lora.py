@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aw_mcp.errors import UserInputError
 from aw_mcp.training.gguf_adapter import LoraWeights
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def load_lora_state(loaded: LoadedModel, state: dict[str, Any]) -> None:
     params = dict(loaded.model.named_parameters())
     missing = set(state) ^ {n for n, p in params.items() if p.requires_grad}
     if missing:
-        raise ValueError(f"checkpoint does not match this LoRA setup: {sorted(missing)[:3]}")
+        raise UserInputError(f"checkpoint does not match this LoRA setup: {sorted(missing)[:3]}")
     for name, tensor in state.items():
         params[name].data.copy_(tensor.to(params[name].device, params[name].dtype))
 
@@ -135,7 +136,7 @@ def load_lora_weights(loaded: LoadedModel, weights: dict[str, LoraWeights]) -> N
         w = weights[module]
         for param, value, part in zip(params, (w.a, w.b), ("A", "B"), strict=True):
             if tuple(param.shape) != value.shape:
-                raise ValueError(
+                raise UserInputError(
                     f"{module} LoRA {part} is {tuple(value.shape)} in the adapter, "
                     f"{tuple(param.shape)} in this LoRA setup (another --rank?)"
                 )

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aw_mcp.engines.transformers_cache import cache_argument, output_cache
+from aw_mcp.errors import UserInputError
 from aw_mcp.training.examples import TrainingExample
 from aw_mcp.training.gguf_adapter import AdapterMetadata, read_gguf_adapter, write_gguf_adapter
 from aw_mcp.training.lora import (
@@ -303,12 +304,12 @@ class Trainer:
             path, lora_modules(self.loaded), meta.n_layers, meta.n_head, meta.n_kv_head
         )
         if found.architecture != meta.architecture:
-            raise ValueError(
+            raise UserInputError(
                 f"--init-from {path} adapts a {found.architecture} model; "
                 f"this run trains a {meta.architecture} one"
             )
         if found.info.alpha != self.settings.alpha:
-            raise ValueError(
+            raise UserInputError(
                 f"--init-from {path} was trained with --alpha {found.info.alpha:g}; "
                 f"this run has --alpha {self.settings.alpha:g}"
             )
@@ -347,7 +348,7 @@ class Trainer:
             def flags(values: dict[str, Any]) -> str:
                 return " ".join(f"--{name} {value}" for name, value in values.items())
 
-            raise ValueError(
+            raise UserInputError(
                 f"{flag} {path} was trained with {flags(theirs)}; this run has {flags(ours)}"
             )
         load_lora_state(self.loaded, state["lora"])

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.trajectories.records import RecordedEpisode
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import RecordedEpisode
 
 # Episode ids of ``aw-mcp eval --closed-loop`` runs: "closed-loop/<id of the real episode>".
 COUNTERPART_PREFIXES = ("closed-loop/",)

@@ -1,7 +1,7 @@
 """Limits on how agents may react to faults, checked by ``aw-mcp report --policy`` in CI.
 
 A policy is a small YAML file validated by ``ReactionPolicy``; a mistake in it is reported with
-file and line (``aw_mcp.yaml_files``)::
+file and line (``aw_mcp.files.yaml``)::
 
     max_retries: 3            # identical retries of one faulted call
     max_loop: 3               # identical failing calls in a row

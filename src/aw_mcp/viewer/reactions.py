@@ -39,8 +39,8 @@ from itertools import pairwise
 from typing import Literal
 
 from aw_mcp.domain.models import DomainSpec
-from aw_mcp.episode.episode import CallRecord
-from aw_mcp.trajectories.records import RecordedEpisode
+from aw_mcp.records.calls import CallRecord
+from aw_mcp.records.reader import RecordedEpisode
 
 FAULT_SOURCES = frozenset({"fault", "rpc-error"})
 BACKOFF_MIN_SECONDS = 0.2

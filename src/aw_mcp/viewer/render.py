@@ -12,7 +12,7 @@ from typing import get_args
 import jinja2
 
 from aw_mcp import __version__
-from aw_mcp.episode.episode import ObservationSource
+from aw_mcp.records.calls import ObservationSource
 from aw_mcp.viewer.episodes import BAR_AREA_HEIGHT, CHART_WIDTH, EpisodeView
 
 SOURCES: tuple[str, ...] = get_args(ObservationSource)  # the filter's order

@@ -1,0 +1,105 @@
+"""Ask the engine for an observation; for a tool with an outputSchema, make sure it fits.
+
+The engines constrain decoding to the schema where they can, but a small model can still run
+out of tokens or an OpenAI-compatible server can ignore the constraint. An answer that breaks
+the schema is retried (``retries`` times) with a fresh sample, then reported as an engine
+error: the SDK client would reject structured content that breaks the tool's outputSchema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from aw_mcp.domain.answers import ToolAnswer
+from aw_mcp.domain.catalogue import ServedTool
+from aw_mcp.engines.base import ChatMessage, Engine, GenerationRequest
+from aw_mcp.engines.counters import GenerationStats
+from aw_mcp.episode.episode import Episode
+from aw_mcp.episode.prompt import PromptProfile
+from aw_mcp.errors import EngineError
+from aw_mcp.json_schemas import schema_errors
+from aw_mcp.simulation.progress import ProgressCallback, generate_with_progress
+from aw_mcp.simulation.sampling import SamplingSettings
+
+log = logging.getLogger(__name__)
+
+
+class ObservationGenerator:
+    def __init__(
+        self,
+        engine: Engine,
+        profile: PromptProfile,
+        retries: int = 2,
+        sampling: SamplingSettings | None = None,
+    ):
+        self.engine = engine
+        self.profile = profile
+        self.retries = retries
+        self.sampling = sampling or SamplingSettings()
+
+    async def generate(
+        self,
+        episode: Episode,
+        served: ServedTool,
+        messages: list[ChatMessage],
+        max_tokens: int,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[ToolAnswer, GenerationStats]:
+        domain, spec = served.domain, served.spec
+        schema = spec.model_output_schema
+        # A world condition (a read-only disk, a site that is down) may change the answer's
+        # form: the grammar describes the answer of a world without one.
+        grammar = None if episode.active_conditions() else spec.simulation.answer_grammar
+        attempts = 1 + (self.retries if schema else 0)
+        last_problem = ""
+        for attempt in range(attempts):
+            request = GenerationRequest(
+                messages=messages,
+                max_tokens=max_tokens,
+                temperature=self.sampling.temperature_for(domain.generation.temperature, attempt),
+                stop=domain.generation.stop,
+                json_schema=schema,
+                grammar=grammar,
+                loop_guard=domain.generation.loop_guard,
+                cache_key=episode.key,
+                seed=self.sampling.seed_for(
+                    episode.episode_id, episode.domain, episode.next_index, attempt
+                ),
+            )
+            result = await generate_with_progress(self.engine, request, progress)
+            text = self.profile.extract_observation(result.text)
+            if schema is None:
+                answer = ToolAnswer(text=text, structured=spec.structured_answer(text))
+                return answer, result.stats
+            value, last_problem = parse_structured(text, schema)
+            if value is not None:
+                structured = spec.structured_around(value)
+                answer = ToolAnswer(text=spec.answer_text(structured), structured=structured)
+                return answer, result.stats
+            log.warning(
+                "output of %s broke its outputSchema (attempt %d/%d): %s",
+                served.public_name,
+                attempt + 1,
+                attempts,
+                last_problem,
+            )
+        raise EngineError(
+            f"the model's answer did not match the tool's outputSchema after {attempts} "
+            f"attempts ({last_problem})"
+        )
+
+
+def parse_structured(text: str, schema: dict[str, Any]) -> tuple[Any | None, str]:
+    """Parse and validate model output against an outputSchema: (value, "") or (None, why)."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    candidate = text[min(starts) :] if starts else text.strip()
+    try:
+        value, _ = json.JSONDecoder().raw_decode(candidate)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg} at char {exc.pos}"
+    problems = schema_errors(schema, value)
+    if problems:
+        return None, problems[0]
+    return value, ""
