@@ -342,9 +342,7 @@ def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
 
 def _caption(result: ResultFile) -> str:
     held = result.held_out
-    facts = []
-    if held.data:
-        facts.append("real episodes of " + ", ".join(f"`{d}`" for d in held.data))
+    facts = ["Data: " + (", ".join(f"`{d}`" for d in held.data) if held.data else "built in")]
     if held.parts:
         facts.append("parts: " + " / ".join(held.parts))
     if held.episodes is not None:
@@ -395,14 +393,17 @@ def _summary(row: Row | None) -> str:
     for name, _, label in COLUMNS:
         if (value := getattr(row.metrics, name)) is not None:
             text = render_value(value, name)
-            parts.append(f"{label} {text}" if label else text)
+            if name == "right":
+                parts.append(f"{text} right")
+            else:
+                parts.append(f"{label} {text}" if label else text)
     return ", ".join(parts)
 
 
 def render_readme_table(results: list[ResultFile]) -> str:
     """README's short table: the shipped default beside both baselines, one line a set."""
     header = [
-        "held-out real episodes",
+        "held-out set",
         "calls",
         "the default",
         "print nothing",
@@ -432,11 +433,12 @@ def render_readme_table(results: list[ResultFile]) -> str:
 def replace_between(text: str, markers: tuple[str, str], body: str, source: Path) -> str:
     """``text`` with what lies between the two marker lines replaced by ``body``."""
     start, end = markers
-    head, found, rest = text.partition(start + "\n")
-    _, found_end, tail = rest.partition("\n" + end)
-    if not found or not found_end:
+    start_at = text.find(start + "\n")
+    body_from = start_at + len(start) + 1
+    end_at = text.find(end, body_from) if start_at >= 0 else -1
+    if end_at < 0 or text[end_at - 1] != "\n":
         raise DataFileError(source, [(None, f"no {start} ... {end} markers to write between")])
-    return f"{head}{start}\n{body}\n{end}{tail}"
+    return f"{text[:body_from]}{body}\n{text[end_at:]}"
 
 
 def publish(
