@@ -13,6 +13,7 @@ from aw_mcp.cli import main
 from aw_mcp.evaluation.publish import (
     DOC_MARKERS,
     README_MARKERS,
+    Share,
     load_result,
     load_results,
     publish,
@@ -217,3 +218,34 @@ def test_save_result_adds_another_system_to_an_existing_file(tmp_path, capsys):
     assert code == 2 and "held_out.title" in capsys.readouterr().err
     code = main(score)
     assert code == 2 and "--label" in capsys.readouterr().err
+
+
+def test_save_result_keeps_how_often_a_world_condition_is_shown(tmp_path, capsys):
+    full = 'The disk is full. Every write fails with "No space left on device" (ENOSPC).'
+    enospc = "bash: echo: write error: No space left on device\n[exit code: 1]"
+    rows = episode_samples(
+        "terminal",
+        "f",
+        [
+            ("run_command", {"command": "echo a > a.txt"}, enospc),
+            ("run_command", {"command": "cat b.txt"}, "b\n[exit code: 0]"),
+            ("run_command", {"command": "echo c > c.txt"}, enospc),
+        ],
+        [enospc, "cat: b.txt: No space left on device\n[exit code: 1]", ""],
+    )
+    for row in rows:
+        row["conditions"] = [full]
+    predictions = tmp_path / "predictions.jsonl"
+    write_jsonl(predictions, rows)
+    saved = tmp_path / "010-full-disk.yaml"
+    args = ["eval", "score", "--predictions", str(predictions), "--quiet"]
+    args += ["--save-result", str(saved), "--label", "m", "--set", "full disk", "--readme"]
+    assert main([*args, "--shipped"]) == 0
+    capsys.readouterr()
+    model, empty, _ = load_result(saved).rows
+    # shown on 1 of the 2 calls whose real answer shows it; a false alarm on the one read
+    assert model.metrics.shown == Share(n=1, of=2)
+    assert model.metrics.false_alarm == Share(n=1, of=1)
+    assert empty.metrics.shown == Share(n=0, of=2)
+    table = render_readme_table([load_result(saved)])
+    assert "shown 50.0% (1 of 2), false alarm 100.0% (1 of 1)" in table
