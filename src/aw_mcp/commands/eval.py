@@ -5,7 +5,9 @@
 - ``eval everyday``: a first session of everyday commands served beside real bash on the
   machine the served world describes (needs a sandbox: root and unshare);
 - ``eval score``: metrics per domain and command family, beside two baselines, optionally
-  with an LLM judge.
+  with an LLM judge; ``--save-result`` writes the measurement as a results file;
+- ``eval publish``: the fidelity tables of docs/fidelity.md and README.md, rewritten from the
+  results files (``--check``: only say whether they are stale).
 The prediction modes write ``OUT/predictions.jsonl`` (infer and closed-loop resume from it;
 everyday wants a new folder) and ``score`` reads it.
 """
@@ -13,6 +15,7 @@ everyday wants a new folder) and ``score`` reads it.
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import json
 import sys
@@ -43,7 +46,7 @@ def _missing_files_are_errors(
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "eval",
-        help="measure a world model: infer, closed-loop, everyday, score",
+        help="measure a world model: infer, closed-loop, everyday, score, publish",
         description="Measure a world model against real observations.",
     )
     actions = p.add_subparsers(dest="eval_command", required=True)
@@ -51,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_infer_parser(actions)
     _add_closed_loop_parser(actions)
     _add_everyday_parser(actions)
+    _add_publish_parser(actions)
 
 
 def _at_least_one(text: str) -> int:
@@ -115,6 +119,49 @@ def _add_score_parser(actions: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="write each sample with its verdict (JSONL, like the reference judged.jsonl)",
     )
+    save = p.add_argument_group(
+        "results file (what 'aw-mcp eval publish' renders into docs/fidelity.md and README.md)"
+    )
+    save.add_argument(
+        "--save-result",
+        type=Path,
+        metavar="FILE",
+        help="write the model's and both baselines' overall metrics to a new results file "
+        "(YAML, or JSON for .json), or add the model's row to an existing one",
+    )
+    save.add_argument(
+        "--label", metavar="TEXT", help="the system measured, e.g. 'the default' (required)"
+    )
+    save.add_argument(
+        "--set",
+        dest="held_out_set",
+        metavar="TITLE",
+        help="the held-out set's title (required for a new file)",
+    )
+    save.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of the held-out real episodes scored; repeatable",
+    )
+    save.add_argument("--run", metavar="NAME", help="the lab run the system is (lab/README.md)")
+    save.add_argument(
+        "--shipped",
+        action="store_true",
+        help="the system is what plain 'aw-mcp serve' answers this set with",
+    )
+    save.add_argument(
+        "--readme", action="store_true", help="a line of README's short fidelity table"
+    )
+    save.add_argument("--note", default="", metavar="TEXT", help="a note on the model's row")
+    save.add_argument(
+        "--date",
+        type=datetime.date.fromisoformat,
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="when it was measured (default: today)",
+    )
     p.set_defaults(handler=_score)
 
 
@@ -129,6 +176,41 @@ def _score(args: argparse.Namespace) -> int:
         verdicts = anyio.run(_judge_all, args, samples)
     report = score(samples, verdicts)
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if args.save_result:
+        return _save_result(args, samples, report)
+    return 0
+
+
+def _save_result(args: argparse.Namespace, samples: list, report: dict) -> int:
+    from aw_mcp.evaluation.publish import Measurement, save_result
+    from aw_mcp.files.yaml import DataFileError
+
+    if not args.label:
+        print("aw-mcp eval score: --save-result needs --label", file=sys.stderr)
+        return 2
+    measurement = Measurement(
+        predictions=str(args.predictions),
+        episodes=len({sample.episode_key for sample in samples}),
+        calls=len(samples),
+        system=args.label,
+        title=args.held_out_set,
+        data=args.data,
+        run=args.run,
+        shipped=args.shipped,
+        readme=args.readme,
+        note=args.note,
+        **({"date": args.date} if args.date else {}),
+    )
+    try:
+        save_result(report, measurement, args.save_result)
+    except DataFileError as exc:
+        print(f"aw-mcp eval score: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"saved {args.save_result}; render it: aw-mcp eval publish --results "
+        f"{args.save_result.parent}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -372,6 +454,48 @@ def _everyday(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1 if any(a.error for a in answers) else 0
+
+
+# -- publish --------------------------------------------------------------------------------
+
+
+def _add_publish_parser(actions: argparse._SubParsersAction) -> None:
+    from aw_mcp.evaluation.publish import DOC, README, RESULTS_DIR
+
+    p = actions.add_parser(
+        "publish",
+        help="rewrite the fidelity tables of docs/fidelity.md and README.md from results files",
+        description="Render every results file (eval score --save-result) into the tables "
+        "between the fidelity markers of the doc (every row) and the README (the shipped "
+        "default beside the baselines, for files marked readme).",
+    )
+    p.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR")
+    p.add_argument("--doc", type=Path, default=DOC, metavar="FILE")
+    p.add_argument("--readme", type=Path, default=README, metavar="FILE")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if either file is not what the results files give",
+    )
+    p.set_defaults(handler=_publish)
+
+
+@_missing_files_are_errors
+def _publish(args: argparse.Namespace) -> int:
+    from aw_mcp.evaluation.publish import publish
+    from aw_mcp.files.yaml import DataFileError
+
+    try:
+        stale = publish(args.results, args.doc, args.readme, write=not args.check)
+    except DataFileError as exc:
+        print(f"aw-mcp eval publish: {exc}", file=sys.stderr)
+        return 2
+    for path in stale:
+        if args.check:
+            print(f"{path}: stale; run aw-mcp eval publish", file=sys.stderr)
+        else:
+            print(f"{path}: rewritten", file=sys.stderr)
+    return 1 if args.check and stale else 0
 
 
 def _summarize(predictions) -> int:

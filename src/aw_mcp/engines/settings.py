@@ -92,7 +92,7 @@ class LlamaCppSettings(LocalSettings, ModelSettings):
         default=None,
         description="llama.cpp: serve a copy of the model re-quantized to this type, made "
         "once in ~/.cache/aw-mcp/models; q8_0 evaluates prompts ~1.8x and decodes ~1.2x faster "
-        "than the embedded Q4_1 on x86 CPUs, for ~50 MB more memory",
+        "than the small model's Q4_1 on x86 CPUs, for ~50 MB more memory",
         json_schema_extra=flag(ENGINE),
     )
 
@@ -105,7 +105,7 @@ class LlamaCppSettings(LocalSettings, ModelSettings):
 
     no_lora: bool = Field(
         default=False,
-        description="no LoRA adapter at all, not even the bundled one the embedded model gets "
+        description="no LoRA adapter at all, not even the bundled one the served model gets "
         "by default for the domains it was trained on",
         json_schema_extra=flag(ENGINE),
     )
