@@ -7,5 +7,8 @@
 - ``infer``: teacher-forced predictions (real history, one turn at a time);
 - ``closed_loop``: whole recorded episodes replayed through the MCP server, the model seeing
   its own earlier answers;
-- ``predictions``: the resumable predictions.jsonl both modes write and ``score`` reads.
+- ``predictions``: the resumable predictions.jsonl both modes write and ``score`` reads;
+- ``everyday`` (with ``sessions``): a session of everyday commands beside real bash;
+- ``volatile``: values no simulator can know, masked for scoring;
+- ``publish``: results files (``lab/results``) and the tables of docs/fidelity.md and README.
 """

@@ -34,10 +34,8 @@ from aw_mcp.simulation.restore import RecordRestorer
 from aw_mcp.simulation.settings import SimulationSettings
 
 if TYPE_CHECKING:
-    from aw_mcp.simulation.replay import Recordings
-
-if TYPE_CHECKING:
     from aw_mcp.simulation.grounding import GroundingIndex
+    from aw_mcp.simulation.replay import Recordings
 
 log = logging.getLogger(__name__)
 
