@@ -158,6 +158,7 @@ async def test_sixteen_concurrent_episodes_over_http(tmp_path):
 # -- the command line, with a pool of two instances -------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_cli_http_server_with_two_instances(tmp_path):
     port = free_port()

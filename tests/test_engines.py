@@ -238,6 +238,7 @@ def test_gpu_check_exits_cleanly_without_a_gpu():
     assert "No NVIDIA GPU here" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_gpu_check_measurement_runs_on_cpu(capsys):
     gpu_check = _gpu_check_module()
