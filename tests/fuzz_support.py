@@ -132,13 +132,14 @@ _ids = itertools.count(1)
 
 
 def owed_ids(message: Any) -> list[str | int]:
-    """JSON-RPC: a request (a method and a string or integer id) is owed an answer."""
+    """JSON-RPC: a request (a method and a string or integer id) is owed an answer, and so is
+    a message with such an id that is no response either (no result, no error)."""
     items = message if isinstance(message, list) else [message]
     return [
         item["id"]
         for item in items
         if isinstance(item, dict)
-        and "method" in item
+        and ("method" in item or not {"result", "error"} & item.keys())
         and (isinstance(item.get("id"), (str, int)) and not isinstance(item.get("id"), bool))
     ]
 

@@ -52,6 +52,8 @@ BAD_LINES = [
     (call(8, "[" * 5000 + "]" * 5000), [8], -32600, "nested"),
     ('{"jsonrpc":"2.0","id":"nine","method":7}', ["nine"], -32600, '"method" must be a string'),
     ("this is not JSON", [None], -32700, "not valid JSON"),
+    ('{"jsonrpc":"2.0","id":10}', [10], -32600, 'a request needs a "method"'),
+    ('{"jsonrpc":"2.0","id":"eleven","params":{}}', ["eleven"], -32600, 'needs a "method"'),
 ]
 
 
@@ -138,7 +140,7 @@ def test_over_http_the_same_requests_get_a_400_with_their_id_and_what_is_wrong(t
         http_serve(tmp_path / "server.log", "--simulator", str(TINY_DOMAIN)) as url,
         httpx2.Client(timeout=30) as http,
     ):
-        for line, ids, code, phrase in BAD_LINES[:5]:
+        for line, ids, code, phrase in [*BAD_LINES[:5], *BAD_LINES[-2:]]:
             if len(ids) > 1:
                 continue  # a batch: covered on stdio
             response = http.post(url, content=line.encode(), headers=headers)
@@ -154,6 +156,7 @@ def test_over_http_the_same_requests_get_a_400_with_their_id_and_what_is_wrong(t
 # null id (its id is missing or unusable): (line, a phrase of the error's data, code).
 NULL_ID_LINES = [
     ("[]", "an empty array is not a JSON-RPC message", -32600),
+    ('{"jsonrpc":"2.0","id":1.5}', 'a request needs a "method"', -32600),
     *(
         (
             f'{{"jsonrpc":"2.0","id":{rid},"method":"ping"}}',

@@ -226,7 +226,7 @@ class ScreenedBodies:
         if more or max(size, declared_size) > self.max_body:
             await self._too_large(body, max(size, declared_size))(scope, receive, send)
             return
-        if errors := screen_line(body.decode("utf-8", errors="surrogateescape")):
+        if errors := screen_line(body.decode("utf-8", errors="surrogateescape"), answer_all=True):
             payload = [e.model_dump(mode="json", by_alias=True) for e in errors]
             await JSONResponse(payload if len(payload) > 1 else payload[0], status_code=400)(
                 scope, receive, send

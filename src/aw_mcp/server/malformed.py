@@ -32,11 +32,14 @@ BATCH_UNSUPPORTED = (
 )
 
 
-def screen_line(line: str) -> list[types.JSONRPCError] | None:
+def screen_line(line: str, answer_all: bool = False) -> list[types.JSONRPCError] | None:
     """None when the SDK can read ``line``; otherwise the error responses it is owed.
 
     A line whose requests have no readable id (notifications, garbage inside an object) is
-    owed nothing: JSON-RPC forbids answering a notification. It is logged instead. A request
+    owed nothing: JSON-RPC forbids answering a notification. It is logged instead (over
+    HTTP, where every POST gets a reply, ``answer_all`` answers it under the null id). A
+    message with an id but neither a method nor a result or error is no request and no
+    response: it is answered as an invalid request under its id. A request
     whose id is not a string or an integer (``1.5``, ``true``, ``null``) is answered with a
     null id, as JSON-RPC answers an id it cannot read. Bytes that are not UTF-8 reach here as
     lone surrogates (``errors="surrogateescape"``) and get -32700.
@@ -44,7 +47,7 @@ def screen_line(line: str) -> list[types.JSONRPCError] | None:
     if undecodable := _UNDECODABLE.search(line):
         byte = ord(undecodable.group()) - 0xDC00
         problem = f"not valid UTF-8: byte {byte:#04x} at character {undecodable.start()}"
-        return _owed(line, types.PARSE_ERROR, "Parse error", problem)
+        return _owed(line, types.PARSE_ERROR, "Parse error", problem, answer_all)
     try:
         valid = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
@@ -77,24 +80,53 @@ def screen_line(line: str) -> list[types.JSONRPCError] | None:
                 BATCH_UNSUPPORTED,
             )
             for m in message
-            if not isinstance(m, dict) or ("method" in m and "id" in m)
+            if not isinstance(m, dict) or _owes_answer(m)
         ]
-        return errors or _unanswerable(line, BATCH_UNSUPPORTED)
+        return errors or _unanswerable(line, BATCH_UNSUPPORTED, answer_all)
     if not isinstance(message, dict):
         problem = f"a JSON-RPC message is a JSON object, got {_json_type(message)}"
         return [_error(None, types.INVALID_REQUEST, "Invalid Request", problem)]
+    if _neither_request_nor_response(message):
+        rid = message["id"] if _usable_id(message["id"]) else None
+        return [_error(rid, types.INVALID_REQUEST, "Invalid Request", NO_METHOD)]
     problem, code = _problem(message, validation)
     rid = request_id(message)
     if rid is None and "method" in message and "id" in message:
         return [_bad_id(message["id"])]
     if rid is None:
-        return _unanswerable(line, problem)
+        return _unanswerable(line, problem, answer_all)
     message_text = {
         types.PARSE_ERROR: "Parse error",
         types.INVALID_REQUEST: "Invalid Request",
         types.INVALID_PARAMS: "Invalid params",
     }[code]
     return [_error(rid, code, message_text, problem)]
+
+
+NO_METHOD = (
+    'a request needs a "method" (a message with an "id" and no "method" is a response, '
+    'which needs a "result" or an "error")'
+)
+
+
+def _neither_request_nor_response(message: Any) -> bool:
+    """An object with an id that is neither a request (no method) nor a response (no result
+    or error): whoever sent it waits for an answer under that id."""
+    return (
+        isinstance(message, dict)
+        and "id" in message
+        and not {"method", "result", "error"} & message.keys()
+    )
+
+
+def _owes_answer(message: dict[str, Any]) -> bool:
+    """Whoever sent ``message`` waits for an answer: a request (a method and an id), or an
+    object with an id that is no response either."""
+    return "id" in message and ("method" in message or _neither_request_nor_response(message))
+
+
+def _usable_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _bad_id(value: Any) -> types.JSONRPCError:
@@ -107,16 +139,18 @@ def _bad_id(value: Any) -> types.JSONRPCError:
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
-def _owed(line: str, code: int, text: str, problem: str) -> list[types.JSONRPCError]:
+def _owed(
+    line: str, code: int, text: str, problem: str, answer_all: bool = False
+) -> list[types.JSONRPCError]:
     """The error a line with ``problem`` is owed: under its request's id, if it has one."""
     try:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return [_error(leading_id(line), code, text, problem)]
-    if isinstance(message, dict) and ("method" not in message or "id" not in message):
-        return _unanswerable(line, problem)  # a notification or a response
-    rid = request_id(message) if isinstance(message, dict) else None
-    return [_error(rid, code, text, problem)]
+    if isinstance(message, dict) and not _owes_answer(message):
+        return _unanswerable(line, problem, answer_all)  # a notification or a response
+    rid = message.get("id") if isinstance(message, dict) else None
+    return [_error(rid if _usable_id(rid) else None, code, text, problem)]
 
 
 # An "id" member before the first nested value: readable even when the line cannot be parsed.
@@ -138,9 +172,7 @@ def request_id(message: dict[str, Any]) -> str | int | None:
     if "method" not in message:
         return None
     value = message.get("id")
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    return None
+    return value if _usable_id(value) else None
 
 
 def _problem(message: dict[str, Any], validation: ValidationError) -> tuple[str, int]:
@@ -229,8 +261,12 @@ def _error(rid: str | int | None, code: int, message: str, data: str) -> types.J
     )
 
 
-def _unanswerable(line: str, problem: str) -> list[types.JSONRPCError]:
-    log.warning("dropped a message with no request id (%s): %.200s", problem, line)
+def _unanswerable(line: str, problem: str, answer_all: bool) -> list[types.JSONRPCError]:
+    """A notification or a response that cannot be read: JSON-RPC answers it with nothing, and
+    the log says so; over HTTP (``answer_all``) the POST is answered under the null id."""
+    if answer_all:
+        return [_error(None, types.INVALID_REQUEST, "Invalid Request", problem)]
+    log.warning("dropped an unreadable notification or response (%s): %.200s", problem, line)
     return []
 
 
