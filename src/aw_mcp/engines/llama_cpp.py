@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from aw_mcp.engines import native_log
 from aw_mcp.engines.base import ChatMessage, default_inference_threads
 from aw_mcp.engines.batching import BatchEntry, KVFull
 from aw_mcp.engines.chat_format import ChatRenderer
@@ -112,6 +113,7 @@ class LlamaCppEngine(LocalEngine):
     def _load(self) -> None:
         import llama_cpp
 
+        native_log.install()  # llama.cpp's own messages go through Python logging
         path = self.resolve_model_path()
         if not path.is_file():
             raise EngineError(f"model file not found: {path}")

@@ -146,7 +146,7 @@ def default_adapters(base_model: str, domains: list[str]) -> list[AdapterInfo]:
         if info.base_model and info.base_model != base_model:
             continue
         if info.domains and not set(domains) <= set(info.domains):
-            log.info(
+            log.debug(
                 "bundled adapter %s not used: trained on %s, serving %s",
                 path.name,
                 ",".join(info.domains),
