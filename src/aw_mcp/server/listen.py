@@ -22,6 +22,7 @@ from typing import Any
 from mcp import types
 from mcp.server import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aw_mcp.server.episode_identity import episode_request
 
@@ -72,14 +73,22 @@ class EpisodeSubscriptions:
 
 
 class ListsNeverChange(Server):
-    """A ``Server`` that says ``listChanged: false`` in every generation: its tools, prompts
-    and resources come from data loaded at start. (The SDK declares every list changeable
-    on 2026-07-28 once ``subscriptions/listen`` is served, which this server does for
-    resource updates.)"""
+    """A ``Server`` that advertises, in each protocol generation, only what it serves there.
+
+    - ``listChanged: false`` in every generation: its tools, prompts and resources come from
+      data loaded at start. (The SDK declares every list changeable on 2026-07-28 once
+      ``subscriptions/listen`` is served, which this server does for resource updates.)
+    - No ``logging`` on 2026-07-28: ``logging/setLevel`` is served to handshake sessions only
+      (the SDK's 2026-07-28 dispatch has no route for it, SEP-2577), so advertising it there
+      would send a client to "Method not found". ``resources.subscribe`` stays: on 2026-07-28
+      subscribing is ``subscriptions/listen``, which is served.
+    """
 
     def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
         capabilities = super().get_capabilities(*args, **kwargs)
         for offered in (capabilities.tools, capabilities.prompts, capabilities.resources):
             if offered is not None:
                 offered.list_changed = False
+        if kwargs.get("protocol_version") in MODERN_PROTOCOL_VERSIONS:
+            capabilities.logging = None
         return capabilities
