@@ -228,3 +228,35 @@ def test_atif_export_round_trips_through_the_atif_models(tmp_path: Path, capsys)
     broken["steps"][1]["step_id"] = 7
     with pytest.raises(ValueError, match="not sequential"):
         atif.Trajectory.model_validate(broken)
+
+
+def test_atif_steps_call_only_listed_tools_and_other_mcp_requests_are_actions(tmp_path):
+    """A resource read, a prompt get and a completion are recorded as actions of the episode;
+    in ATIF they are steps without a tool call (their request as the message and in
+    extra.aw_mcp.request), so every tool call names a tool of the trajectory's tool list."""
+    atif = pytest.importorskip("atif", reason="the 'atif' package (a core dependency)")
+    sink = RecordSink(tmp_path / "records")
+    records = [
+        _record("ep", 1, "echo a > notes.txt", "[exit code: 0]"),
+        _record("ep", 2, "", "a", tool="resources/read", arguments={"uri": "notes://todo.md"}),
+        _record("ep", 3, "", "Hi", tool="prompts/get", arguments={"name": "greet"}),
+        _record("ep", 4, "", '["a"]', tool="completion/complete", arguments={"value": ""}),
+    ]
+    for record in records:
+        sink.write(record)
+    out = tmp_path / "atif"
+    assert main(["export", str(tmp_path / "records"), "--out", str(out), "--format", "atif"]) == 0
+    (path,) = (out / "terminal_atif").glob("*.json")
+    trajectory = atif.Trajectory.model_validate_json(path.read_text(encoding="utf-8"))
+    listed = {t["function"]["name"] for t in trajectory.agent.tool_definitions}
+    called = [c.function_name for s in trajectory.steps for c in s.tool_calls or []]
+    assert called == ["run_command"] and set(called) <= listed
+    for step, record in zip(trajectory.steps[1:], records[1:], strict=True):
+        assert step.tool_calls is None
+        assert step.message == f"{record.tool} {json.dumps(record.arguments)}"
+        assert step.extra["aw_mcp"]["request"] == {
+            "method": record.tool,
+            "params": record.arguments,
+        }
+        (result,) = step.observation.results
+        assert result.content == record.observation and result.source_call_id is None

@@ -83,6 +83,32 @@ def test_a_write_repeated_with_identical_arguments_is_blind() -> None:
     assert reaction.outcome == "retried" and reaction.blind_write
 
 
+@pytest.mark.parametrize(
+    ("command", "blind"),
+    [
+        ("cat notes.txt", False),
+        ("grep -n TODO app.py | head -3", False),
+        ("ls 2>&1 | wc -l", False),
+        ("git status --short", False),
+        ("touch done.txt", True),
+        ("echo hi >> log.txt", True),
+        ("git commit -m fix", True),
+        ("sed -i s/a/b/ app.py", True),
+        ("make build", True),  # a program not known to only read: may write
+    ],
+)
+def test_a_retried_shell_command_is_a_blind_write_only_when_it_writes(command, blind) -> None:
+    """A 429 on `cat`, then `cat` again, is a plain retry: run_command may write, but this
+    command line does not (`aw-mcp report` called every retried run_command a blind write)."""
+    records = [
+        call(1, "run_command", {"command": command}, source="fault", is_error=True),
+        call(2, "run_command", {"command": command}),
+    ]
+    records = [r.model_copy(update={"domain": "terminal"}) for r in records]
+    [reaction] = episode_reactions(records)
+    assert reaction.outcome == "retried" and reaction.blind_write is blind
+
+
 def test_read_only_comes_from_the_bundled_domain_then_the_name() -> None:
     # terminal's run_command is annotated readOnlyHint: false though nothing in its name says so
     assert not is_read_only("terminal", "run_command")

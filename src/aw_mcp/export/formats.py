@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aw_mcp import __version__
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.export.rendering import DomainResolver, ExportError, render_episode
+from aw_mcp.records.calls import SURFACE_METHODS
 from aw_mcp.records.reader import RecordedEpisode
 from aw_mcp.records.sink import record_file_name
 
@@ -115,28 +116,32 @@ def atif_trajectory(episode: RecordedEpisode, resolver: DomainResolver) -> atif.
         kept = record.model_dump(
             mode="json", exclude={"episode", "domain", "tool", "arguments", "observation"}
         )
+        result = atif.ObservationResult(
+            source_call_id=call_id, content=record.observation, extra={"is_error": record.is_error}
+        )
+        if record.tool in SURFACE_METHODS:
+            # A resource read, a prompt get or a completion is no tool call (the trajectory's
+            # tools are the domain's): an action of the agent's that is no tool, with the MCP
+            # request as its message and in extra.aw_mcp.request.
+            kept["request"] = {"method": record.tool, "params": record.arguments}
+            message = f"{record.tool} {json.dumps(record.arguments, ensure_ascii=False)}"
+            tool_calls = None
+            result = result.model_copy(update={"source_call_id": None})
+        else:
+            message = ""  # the agent's own text is not part of an MCP call
+            tool_calls = [
+                atif.ToolCall(
+                    tool_call_id=call_id, function_name=record.tool, arguments=record.arguments
+                )
+            ]
         steps.append(
             atif.Step(
                 step_id=step_id,
                 timestamp=_timestamp(record.started_at),
                 source="agent",
-                message="",  # the agent's own text is not part of an MCP call
-                tool_calls=[
-                    atif.ToolCall(
-                        tool_call_id=call_id,
-                        function_name=record.tool,
-                        arguments=record.arguments,
-                    )
-                ],
-                observation=atif.Observation(
-                    results=[
-                        atif.ObservationResult(
-                            source_call_id=call_id,
-                            content=record.observation,
-                            extra={"is_error": record.is_error},
-                        )
-                    ]
-                ),
+                message=message,
+                tool_calls=tool_calls,
+                observation=atif.Observation(results=[result]),
                 extra={"aw_mcp": kept},
             )
         )

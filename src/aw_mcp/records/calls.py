@@ -35,6 +35,14 @@ ObservationSource = Literal[
 ]
 
 
+# MCP requests beside tools/call that are recorded as actions of an episode, by their method:
+# a record's ``tool`` is one of these for a resource read, a prompt get or a completion.
+READ_RESOURCE = "resources/read"
+GET_PROMPT = "prompts/get"
+COMPLETE = "completion/complete"
+SURFACE_METHODS = frozenset({READ_RESOURCE, GET_PROMPT, COMPLETE})
+
+
 def reached_world(source: ObservationSource, is_error: bool) -> bool:
     """Whether a call's answer came from the (simulated or real) environment. An error a fault
     rule answered with (a 502, a 429) never reached it; a canned result a rule gives did."""

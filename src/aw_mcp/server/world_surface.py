@@ -35,15 +35,14 @@ from mcp import MCPError, types
 from aw_mcp.domain.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.domain.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import ClientExchange, DomainSpec, ToolSimulation, ToolSpec
+from aw_mcp.records.calls import COMPLETE, GET_PROMPT, READ_RESOURCE
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import client_episode, connection_state
 from aw_mcp.simulation.simulator import RpcFaultError, WorldSimulator
 
 log = logging.getLogger(__name__)
 
-READ = "resources/read"
-GET_PROMPT = "prompts/get"
-COMPLETE = "completion/complete"
+READ = READ_RESOURCE
 MAX_COMPLETIONS = 100  # the spec's limit per answer
 
 # The actions the world model is asked for, as tools of each domain (never in tools/list).

@@ -22,11 +22,13 @@ agent noticed, read from its next call:
 - ``built-on``: a state-changing call next: the agent acted on the wrong value;
 - ``ended``: no further call: the agent finished on the wrong value.
 
-``blind_write`` marks a retry of a state-changing tool with identical arguments: if the
+``blind_write`` marks a retry, with identical arguments, of a call that writes: if the
 faulted call did reach the world (a timeout after the write, say), the repeat writes twice.
 Whether a tool is read-only comes from its domain's annotations (``readOnlyHint``, or the
 domain file's ``simulation.read_only``) when the record's domain is a bundled one that has the
-tool and says so; otherwise from ``name_looks_read_only``.
+tool and says so; otherwise from ``name_looks_read_only``. A shell tool (``run_command`` and
+the like: a ``command`` argument) writes or not by its command line (``command_writes``): a
+retried ``cat`` after a 429 is no blind write, a retried ``touch`` is.
 """
 
 from __future__ import annotations
@@ -88,6 +90,55 @@ def is_read_only(domain: str, tool: str) -> bool:
                 if annotated:
                     return candidate.read_only
     return name_looks_read_only(tool)
+
+
+# Programs that only read, for ``command_writes``; any other program may write.
+READ_PROGRAMS = frozenset(
+    {
+        "cat", "ls", "head", "tail", "grep", "egrep", "fgrep", "rg", "wc", "cut", "tr", "uniq",
+        "nl", "echo", "printf", "pwd", "whoami", "id", "date", "env", "printenv", "which",
+        "type", "stat", "file", "du", "df", "free", "uptime", "uname", "hostname", "ps",
+        "diff", "cmp", "md5sum", "sha256sum", "basename", "dirname", "realpath", "readlink",
+        "less", "more", "jq", "true", "false", "test", "[", "sleep", "tree", "awk",
+    }
+)  # fmt: skip
+# git subcommands that only read.
+READ_GIT = frozenset({"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame"})
+# Options that make a read program write: ``sort -o FILE``, ``sed -i``, ``find -delete``.
+_WRITING_OPTIONS = re.compile(r"(^|\s)(-o|--output|-i|--in-place|-delete|-exec|-execdir)\b")
+
+
+def command_writes(command: str) -> bool:
+    """Whether a shell command line may change the machine: a redirection into a file, or a
+    program (in any part of a pipe or list) that is not a known read. Unknown is a write."""
+    # Redirections that write no file: into /dev/null, or one stream into another (2>&1).
+    command = re.sub(r"[0-9]*>\s*/dev/null|[0-9]*>&[0-9]+", " ", command)
+    if re.search(r">|\btee\b", command):
+        return True
+    for part in re.split(r"&&|\|\||[;|&\n]", command):
+        words = part.split()
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "git":
+            if len(words) < 2 or words[1] not in READ_GIT:
+                return True
+        elif program in ("sort", "sed", "find"):
+            if _WRITING_OPTIONS.search(part):
+                return True
+        elif program not in READ_PROGRAMS:
+            return True
+    return False
+
+
+def call_writes(record: CallRecord) -> bool:
+    """Whether the recorded call may have changed the world (see the module docstring)."""
+    if is_read_only(record.domain, record.tool):
+        return False
+    command = record.arguments.get("command")
+    if isinstance(command, str):
+        return command_writes(command)
+    return True
 
 
 def is_fault_hit(record: CallRecord) -> bool:
@@ -179,7 +230,7 @@ def react(records: list[CallRecord], at: int) -> tuple[Reaction, int]:
         last = attempts[-1]
         reaction.recovered = not (last.is_error or is_fault_hit(last))
         reaction.outcome = "looped" if failing >= LOOP_MIN and not reaction.recovered else "retried"
-        reaction.blind_write = not is_read_only(hit.domain, hit.tool)
+        reaction.blind_write = call_writes(hit)
     elif run < len(records):
         following = records[run]
         reaction.next_tool = following.tool
