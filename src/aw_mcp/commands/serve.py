@@ -42,6 +42,7 @@ def _serve(args: argparse.Namespace) -> int:
         owns_engine=True,
         max_argument_bytes=settings.max_argument_bytes,
         request_state_keys=[key.get_secret_value()] if key else None,
+        episode=settings.episode,
     )
     # Unsafe HTTP settings and a port that cannot be had fail here, before anything starts
     # (the model would otherwise load, and "serving on" be logged, before the bind fails).

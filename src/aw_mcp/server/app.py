@@ -118,16 +118,18 @@ def build_server(
     owns_engine: bool = False,
     max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
     request_state_keys: list[str] | None = None,
+    episode: str | None = None,
 ) -> Server:
     """The MCP server for ``simulator``. With ``owns_engine`` the engine is started and closed
     by the server's lifespan (``aw-mcp serve``: once for stdio's one connection, once for the
     HTTP app); without it the caller manages the engine (tests share one across servers).
     Calls whose arguments take more than ``max_argument_bytes`` as JSON are refused.
     ``request_state_keys`` seal the 2026-07-28 ``requestState`` of tools that ask the client
-    (the first seals, all open; replicas share them); without them, a key of this process."""
+    (the first seals, all open; replicas share them); without them, a key of this process.
+    ``episode`` names the episode of every request that names none (``serve --episode``)."""
     catalogue = simulator.catalogue
     tools = [wire_tool(t) for t in catalogue]
-    subscriptions = EpisodeSubscriptions()  # 2026-07-28 listen streams, per episode
+    subscriptions = EpisodeSubscriptions(episode)  # 2026-07-28 listen streams, per episode
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None):
         return types.ListToolsResult(tools=tools)
@@ -142,7 +144,7 @@ def build_server(
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool: {params.name!r}. This server's tools are: {known}",
             )
-        with client_episode(ctx, simulator.end_episode) as episode_id:
+        with client_episode(ctx, simulator.end_episode, episode) as episode_id:
             result = await simulate(ctx, served, params, episode_id, client_world(ctx))
         if isinstance(result, types.InputRequiredResult):
             return result  # not a call yet: the client answers and calls again
@@ -225,7 +227,7 @@ def build_server(
         get_tool_input_schema=lambda n: t.spec.input_schema if (t := catalogue.get(n)) else None,
         lifespan=(lambda _server: engine_running(simulator)) if owns_engine else no_lifespan,
         # resources (and listen streams for their updates), prompts, completions
-        **surface_handlers(simulator, subscriptions.listen),
+        **surface_handlers(simulator, subscriptions.listen, episode),
     )
     server.middleware.append(ExplainInvalidParams())
     # Seals and verifies the requestState of input_required results (2026-07-28).

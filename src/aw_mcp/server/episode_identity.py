@@ -11,6 +11,11 @@ The episode id, in order of precedence:
    in every server process, so separate runs never share an episode or a record file.
 An HTTP request with none of 1-3 falls into the shared episode ``"http-default"``.
 
+``serve --episode NAME`` names the episode of 4 and of that HTTP fallback: every request that
+names none belongs to ``NAME``, which no connection ends, so a server started again with the
+same name (and ``--record-dir``) resumes it from its records: clients that start a server
+per call still see one world.
+
 A client's id (1 or 2) is used exactly as sent, or refused with -32602 when it is longer than
 ``MAX_EPISODE_ID_LENGTH`` characters: cutting it short would merge two episodes whose ids
 share the first characters.
@@ -79,10 +84,11 @@ def _meta_value(meta: Any, key: str) -> Any:
     return extra.get(key, getattr(meta, key, None))
 
 
-def episode_request(ctx: Any) -> EpisodeRequest:
-    """The episode of the request handled with context ``ctx`` (a ServerRequestContext)."""
+def episode_request(ctx: Any, unnamed: str | None = None) -> EpisodeRequest:
+    """The episode of the request handled with context ``ctx`` (a ServerRequestContext);
+    ``unnamed``: the episode of a request that names none (``serve --episode``)."""
     meta = getattr(ctx, "meta", None)
-    episode_id, connection = _identify(ctx, meta)
+    episode_id, connection = _identify(ctx, meta, unnamed)
     return EpisodeRequest(
         episode_id,
         reset=_meta_value(meta, RESET_META_KEY) is True,
@@ -91,7 +97,7 @@ def episode_request(ctx: Any) -> EpisodeRequest:
     )
 
 
-def _identify(ctx: Any, meta: Any) -> tuple[str, Any | None]:
+def _identify(ctx: Any, meta: Any, unnamed: str | None) -> tuple[str, Any | None]:
     """(episode id, the legacy connection it is bound to, if any)."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
     if headers is not None and (value := headers.get(EPISODE_HEADER)):
@@ -101,7 +107,7 @@ def _identify(ctx: Any, meta: Any) -> tuple[str, Any | None]:
         return _checked(value, f"_meta[{EPISODE_META_KEY!r}]"), None
     if getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
         # Stateless 2026-07-28: no connection outlives a request, so none can end an episode.
-        return (HTTP_FALLBACK_EPISODE if headers is not None else PROCESS_EPISODE), None
+        return unnamed or (HTTP_FALLBACK_EPISODE if headers is not None else PROCESS_EPISODE), None
     # Handshake generation: the SDK builds a ServerSession per request, but the Connection
     # behind it lives as long as the HTTP session, stdio process or in-memory connection (no
     # public accessor in mcp 2.3, hence the private attribute).
@@ -109,9 +115,9 @@ def _identify(ctx: Any, meta: Any) -> tuple[str, Any | None]:
     if headers is not None:
         if session_id := headers.get(SESSION_HEADER):
             return f"session-{session_id}", connection
-        return HTTP_FALLBACK_EPISODE, None
-    if connection is None:
-        return PROCESS_EPISODE, None
+        return unnamed or HTTP_FALLBACK_EPISODE, None
+    if connection is None or unnamed:  # a named episode outlives every connection
+        return unnamed or PROCESS_EPISODE, None
     episode_id = connection.state.setdefault(
         _CONNECTION_EPISODE, f"connection-{RUN}-{next(_connections)}"
     )
@@ -146,11 +152,14 @@ def end_on_close(request: EpisodeRequest, end: Callable[[str], None]) -> None:
 
 
 @contextmanager
-def client_episode(ctx: Any, end: Callable[[str, str], None]) -> Iterator[str]:
+def client_episode(
+    ctx: Any, end: Callable[[str, str], None], unnamed: str | None = None
+) -> Iterator[str]:
     """The episode id of request ``ctx``, with what the client asked done around the work
     in the block: a reset before, an end after, the end of a legacy connection's episode
-    when the connection closes. ``end(episode_id, reason)`` ends an episode."""
-    request = episode_request(ctx)
+    when the connection closes. ``end(episode_id, reason)`` ends an episode; ``unnamed``:
+    the episode of a request that names none (``serve --episode``)."""
+    request = episode_request(ctx, unnamed)
     end_on_close(request, lambda eid: end(eid, "its connection closed"))
     if request.reset:
         end(request.episode_id, "reset by the client")

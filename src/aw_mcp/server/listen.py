@@ -41,15 +41,16 @@ class _EpisodeStreams:
 class EpisodeSubscriptions:
     """The open listen streams of each episode, and the updates a call sends them."""
 
-    def __init__(self) -> None:
+    def __init__(self, unnamed: str | None = None) -> None:
         self._episodes: dict[str, _EpisodeStreams] = {}
+        self._unnamed = unnamed  # the episode of a request that names none
 
     async def listen(
         self, ctx: Any, params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         """Serve one stream (the SDK's handler: ack first, frames tagged with the
         subscription id, only the kinds asked for) until the client closes it."""
-        episode_id = episode_request(ctx).episode_id
+        episode_id = episode_request(ctx, self._unnamed).episode_id
         streams = self._episodes.setdefault(episode_id, _EpisodeStreams())
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
         streams.streams += 1

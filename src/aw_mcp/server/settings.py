@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from aw_mcp.sections import TRANSPORT, Section, flag
+from aw_mcp.sections import EPISODES, TRANSPORT, Section, flag
 
 DEFAULT_MAX_ARGUMENT_BYTES = 256 * 1024
 BODY_ENVELOPE_BYTES = 64 * 1024
@@ -91,6 +91,16 @@ class ServerSettings(Section):
         description="HTTP: a read-only page at /ui with the live episodes' timelines (same "
         "Host/Origin checks and bearer token as /mcp)",
         json_schema_extra=flag(TRANSPORT),
+    )
+
+    episode: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the episode of every request that names none (a stdio client's calls): "
+        "with --record-dir, a server started again with the same name resumes it from its "
+        "records, so a client that starts a server per call (langchain's default tools) "
+        "still sees one world",
+        json_schema_extra=flag(EPISODES, "NAME"),
     )
 
     @property

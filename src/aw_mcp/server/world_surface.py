@@ -111,8 +111,9 @@ class _Readable:
 class WorldSurface:
     """The resources, templates and prompts of a catalogue's domains, and their answers."""
 
-    def __init__(self, simulator: WorldSimulator):
+    def __init__(self, simulator: WorldSimulator, unnamed: str | None = None):
         self.simulator = simulator
+        self.unnamed = unnamed  # the episode of a request that names none (serve --episode)
         catalogue = simulator.catalogue
         self.resources = [r for d in catalogue.domains for r in d.resources]
         self.templates = [t for d in catalogue.domains for t in d.resource_templates]
@@ -239,7 +240,7 @@ class WorldSurface:
         client: list[ClientExchange] | None = None,
     ) -> ToolAnswer:
         served = self._actions[(domain.name, action)]
-        with client_episode(ctx, self.simulator.end_episode) as episode_id:
+        with client_episode(ctx, self.simulator.end_episode, self.unnamed) as episode_id:
             try:
                 answer = await self.simulator.call(episode_id, served, arguments, client=client)
             except RpcFaultError as exc:
@@ -297,11 +298,14 @@ def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
     }
 
 
-def surface_handlers(simulator: WorldSimulator, listen: Any = None) -> dict[str, Any]:
+def surface_handlers(
+    simulator: WorldSimulator, listen: Any = None, unnamed: str | None = None
+) -> dict[str, Any]:
     """``Server`` handler arguments for what the catalogue's domains offer (none: {}), so
     the capabilities a client sees are the ones that answer. ``listen`` serves
-    ``subscriptions/listen`` (``aw_mcp.server.listen``) where there are resources to update."""
-    surface = WorldSurface(simulator)
+    ``subscriptions/listen`` (``aw_mcp.server.listen``) where there are resources to update;
+    ``unnamed``: the episode of a request that names none (``serve --episode``)."""
+    surface = WorldSurface(simulator, unnamed)
     handlers: dict[str, Any] = {}
 
     async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:

@@ -114,6 +114,11 @@ class ServeSettings(
                 raise ValueError("--lora adapters are applied by the llama-cpp engine only")
             if self.requantize:
                 raise ValueError("--requantize converts GGUF files for the llama-cpp engine only")
+        if self.episode and not self.record_dir:
+            raise ValueError(
+                "--episode keeps an episode across server processes through its records: "
+                "give --record-dir DIR too"
+            )
         if self.engine == "openai" and self.instances > 1:
             raise ValueError(
                 "--instances is for local engines; an OpenAI-compatible server batches "
