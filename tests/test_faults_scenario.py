@@ -178,6 +178,28 @@ def test_start_up_warns_about_rules_that_match_no_served_tool(tmp_path, caplog):
     assert "s/typo matches no tool" in warned[0] and "s/other-domain" in warned[1]
 
 
+def test_rules_on_resource_reads_prompts_and_completions_warn_only_where_none_are_offered(
+    tmp_path, caplog
+):
+    """A rule may match the surface actions as tools: it is live where a domain serves
+    resources, templates or prompts, and warned about where none does."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nrules:\n"
+        "  - {id: read, match: {tool: resources/read}, effects: [{kind: empty}]}\n"
+        "  - {id: prompt, match: {tool: prompts/get}, effects: [{kind: empty}]}\n"
+        "  - {id: complete, match: {tool: completion/complete}, effects: [{kind: empty}]}\n"
+    )
+    fixtures = mirror_domain(Path(__file__).parent / "data" / "conformance-fixtures.json")
+    assert fixtures.resources and fixtures.prompts  # the capture offers both
+    with caplog.at_level("WARNING", logger="aw_mcp.wiring.assemble"):
+        make_faults(ServeSettings(faults=[scenario]), Catalogue([fixtures]))
+        assert caplog.records == []
+        make_faults(ServeSettings(faults=[scenario]), Catalogue([SHOP]))
+    warned = [r.getMessage() for r in caplog.records]
+    assert [w.split()[2] for w in warned] == ["s/read", "s/prompt", "s/complete"]
+
+
 MOVE_BY_PATH = """\
 name: move-guard
 rules:

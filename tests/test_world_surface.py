@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from mcp import Client, MCPError, types
 
 from aw_mcp.domain.catalogue import Catalogue
@@ -23,7 +24,7 @@ from aw_mcp.server.episode_identity import EPISODE_META_KEY
 from aw_mcp.server.world_surface import template_pattern
 from aw_mcp.simulation.simulator import WorldSimulator
 from aw_mcp.testing import FakeEngine
-from tests.helpers import TINY_DOMAIN, make_server
+from tests.helpers import TINY_DOMAIN, make_server, text_of
 
 pytestmark = pytest.mark.anyio
 NOTES_DOMAIN = Path(__file__).parent / "data" / "notes_domain.yaml"
@@ -182,6 +183,38 @@ async def test_log_messages_reach_a_handshake_client_only_at_the_level_it_set():
         ("warning", "aw-mcp", "run_command", True),
     ]
     assert messages[0].data["episode"] == "e"
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_a_tool_sends_its_declared_log_messages_before_its_answer(tmp_path):
+    """simulation.log_messages: the messages a mirrored server's tool logs while it runs, its
+    arguments filled in, in order, only those at or above the client's level."""
+    domain = yaml.safe_load(TINY_DOMAIN.read_text())
+    domain["tools"][0]["simulation"] = {
+        "log_messages": [
+            {"level": "debug", "data": "parsing {command}"},
+            {"level": "notice", "data": "running {command}", "after_seconds": 0.01},
+            {"level": "error", "data": "{command}: exit status 1"},
+        ]
+    }
+    path = tmp_path / "logging.yaml"
+    path.write_text(yaml.safe_dump(domain))
+    messages: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        messages.append(params)
+
+    engine = FakeEngine("ok")
+    _, server = make_server(engine, path)
+    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+        await client.set_logging_level("info")
+        result = await client.call_tool("run_command", {"command": "make"})
+    assert text_of(result) == "ok" and len(engine.requests) == 1
+    assert [(m.level, m.data if isinstance(m.data, str) else "call") for m in messages] == [
+        ("notice", "running make"),
+        ("error", "make: exit status 1"),
+        ("info", "call"),  # aw-mcp's own message about the call, after its answer
+    ]
 
 
 # The client warns that resources/subscribe is gone in 2026-07-28 (subscriptions/listen).

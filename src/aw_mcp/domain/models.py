@@ -147,6 +147,18 @@ class ClientExchange(BaseModel):
     )
 
 
+class LogMessageSpec(BaseModel):
+    """A log message a tool sends during a call (``simulation.log_messages``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+    data: str = Field(description="The message; a template of the call's arguments ({name}).")
+    after_seconds: float = Field(
+        default=0.0, ge=0, le=10, description="How long the tool runs before sending it."
+    )
+
+
 class ToolSimulation(BaseModel):
     """Hints for the world model about one tool (ours, not part of the MCP wire format)."""
 
@@ -201,6 +213,12 @@ class ToolSimulation(BaseModel):
         default_factory=list,
         description="Requests the tool sends to the MCP client during a call (sampling, "
         "elicitation, roots); the answers are part of the call's action in the history.",
+    )
+    log_messages: list[LogMessageSpec] = Field(
+        default_factory=list,
+        description="Log messages the real tool sends while it runs (notifications/message, "
+        "to a client that asked for that level), in order, before its answer; texts are "
+        "templates of the call's arguments like client_requests'.",
     )
 
     _keys_unique = field_validator("client_requests")(_unique_request_keys)

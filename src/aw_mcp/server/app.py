@@ -35,7 +35,7 @@ from aw_mcp.server.arguments import (
     oversize_summary,
     parse_world,
 )
-from aw_mcp.server.client_logging import log_to_client, set_level
+from aw_mcp.server.client_logging import log_to_client, send_tool_logs, set_level
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import WORLD_META_KEY, client_episode, client_world
 from aw_mcp.server.listen import EpisodeSubscriptions, ListsNeverChange
@@ -199,6 +199,7 @@ def build_server(
                 return outcome  # 2026-07-28: the client answers and calls again
             client = outcome
 
+        await send_tool_logs(ctx, served.spec.simulation.log_messages, arguments)
         try:
             answer = await simulator.call(
                 episode_id,

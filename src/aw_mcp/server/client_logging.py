@@ -2,9 +2,11 @@
 
 A deprecated feature since 2026-07-28 (SEP-2577) that handshake-era clients (the Inspector,
 Claude Desktop) still show. One message per ``tools/call``: ``info`` for an answer,
-``warning`` for an ``isError`` one, with the tool and the episode. Sent only to a client that
-asked: on a handshake connection after ``logging/setLevel`` (at or above that level); on
-2026-07-28 the request's ``_meta`` log-level opt-in, which the SDK applies itself.
+``warning`` for an ``isError`` one, with the tool and the episode; before it, the messages the
+tool declares it sends while it runs (``simulation.log_messages``: a mirrored server's own).
+Sent only to a client that asked: on a handshake connection after ``logging/setLevel`` (at or
+above that level); on 2026-07-28 the request's ``_meta`` log-level opt-in, which the SDK
+applies itself.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import logging
 import warnings
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from aw_mcp.domain.models import LogMessageSpec, fill_template
 from aw_mcp.server.episode_identity import connection_state
 
 log = logging.getLogger(__name__)
@@ -42,7 +46,18 @@ async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.Empt
     return types.EmptyResult()
 
 
-async def log_to_client(ctx: Any, level: types.LoggingLevel, data: dict[str, Any]) -> None:
+async def send_tool_logs(
+    ctx: Any, messages: list[LogMessageSpec], arguments: dict[str, Any]
+) -> None:
+    """The log messages a tool declares it sends while it runs (``simulation.log_messages``),
+    each after its wait, to a client that asked for its level."""
+    for message in messages:
+        if message.after_seconds:
+            await anyio.sleep(message.after_seconds)
+        await log_to_client(ctx, message.level, fill_template(message.data, arguments))
+
+
+async def log_to_client(ctx: Any, level: types.LoggingLevel, data: Any) -> None:
     """Send ``data`` as a log message of ``level`` if the client asked for that level."""
     if getattr(ctx, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
         chosen = (connection_state(ctx) or {}).get(_LEVEL_KEY)

@@ -298,6 +298,22 @@ def _served_actions(catalogue: Catalogue) -> dict[tuple[str, str], ServedTool]:
     }
 
 
+def offered_actions(catalogue: Catalogue) -> list[tuple[str, str]]:
+    """(domain, action) of the surface actions a client can reach: a resource read where the
+    domain has resources or templates, a prompt get where it has prompts, a completion where
+    it has prompts or templates (a fault rule may match these as tools)."""
+    offered = []
+    for domain in catalogue.domains:
+        readable = bool(domain.resources or domain.resource_templates)
+        if readable:
+            offered.append((domain.name, READ))
+        if domain.prompts:
+            offered.append((domain.name, GET_PROMPT))
+        if domain.prompts or domain.resource_templates:
+            offered.append((domain.name, COMPLETE))
+    return offered
+
+
 def surface_handlers(
     simulator: WorldSimulator, listen: Any = None, unnamed: str | None = None
 ) -> dict[str, Any]:

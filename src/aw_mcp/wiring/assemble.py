@@ -32,6 +32,7 @@ from aw_mcp.models.adapters import (
 )
 from aw_mcp.models.catalogue import model_file_name
 from aw_mcp.records.sink import RecordSink
+from aw_mcp.server.world_surface import offered_actions
 from aw_mcp.simulation.replay import Recordings
 from aw_mcp.simulation.simulator import SimulatorOptions, WorldSimulator
 from aw_mcp.wiring.settings import ServeSettings
@@ -101,6 +102,7 @@ def make_faults(settings: ServeSettings, catalogue: Catalogue | None = None) -> 
     log.info("fault scenarios: %s", ", ".join(s.name for s in layer.scenarios))
     if catalogue is not None:
         served = [(t.domain.name, t.public_name) for t in catalogue]
+        served += offered_actions(catalogue)  # resources/read, prompts/get, completion/complete
         for rule in layer.rules_matching_no_tool(served):
             log.warning("fault rule %s matches no tool of this server: it will never fire", rule)
         for gap in argument_gaps(layer.scenarios, served_tool_arguments(catalogue)):
