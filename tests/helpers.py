@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,12 +56,13 @@ def text_of(result) -> str:
 
 
 def _sandbox_unavailable() -> str:
-    """Why this machine cannot run the real-bash sandbox ('' when it can)."""
+    """Why this machine cannot run the real-bash sandbox ('' when it can). strace is part of
+    it: the generator records what each command reads by default."""
     try:
         ensure_user()
     except SandboxUnavailable as exc:
         return str(exc)
-    return ""
+    return "" if shutil.which("strace") else "strace is not installed"
 
 
 def needs_sandbox(test: Callable[..., Any]) -> Callable[..., Any]:

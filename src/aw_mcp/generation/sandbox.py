@@ -35,7 +35,17 @@ import time
 from pathlib import Path
 
 from aw_mcp.errors import AwMcpError, UserInputError
+from aw_mcp.generation.state_trace import (
+    ShellTrace,
+    TraceUnavailable,
+    accesses_of,
+    attach,
+    git_facts,
+    step_state,
+    take_snapshot,
+)
 from aw_mcp.generation.worlds import SandboxWorld
+from aw_mcp.state.steps import GitFacts, StepState
 
 USER = "dev"
 HOSTNAME = "devbox"
@@ -193,8 +203,15 @@ class Shell:
             self.close()
             raise
 
-    def run(self, command: str) -> tuple[str, int]:
-        """Run one command line in this shell: (everything it printed, exit code)."""
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise RuntimeError("the shell is not running")
+        return self._proc.pid
+
+    def run(self, command: str, after: str = "") -> tuple[str, int]:
+        """Run one command line in this shell: (everything it printed, exit code). ``after``:
+        a line the shell runs once the command's output is complete (a trace marker)."""
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise RuntimeError("the shell is not running")
@@ -202,6 +219,8 @@ class Shell:
         # that reads input cannot swallow the next command.
         # The sentinel goes on its own line: an expansion error aborts the rest of its line.
         script = f"{{ {command}\n}} </dev/null\nprintf '\\036AW-END:%d\\036' \"$?\"\n"
+        if after:
+            script += after + "\n"
         try:
             proc.stdin.write(script.encode())
             proc.stdin.flush()
@@ -256,12 +275,18 @@ class BashSandbox:
         scratch: Path | None = None,
         disk_bytes: int | None = None,
         world: SandboxWorld = LEGACY_WORLD,
+        trace_state: bool = False,
     ):
         """``disk_bytes``: the sandbox's folders are on a tmpfs of that size (a disk that
         :meth:`fill_disk` can fill for real) instead of a folder on the host's disk.
-        ``world``: the user, host, working directory, files and git history to build."""
+        ``world``: the user, host, working directory, files and git history to build.
+        ``trace_state``: follow the shell with strace, so :meth:`run_traced` can say what
+        each command read and changed (``state_trace``)."""
         self.command_timeout = command_timeout
         self.world = world
+        self._trace_state = trace_state
+        self._trace: ShellTrace | None = None
+        self._cwd = world.working_directory
         self._scratch = scratch
         self._disk_bytes = disk_bytes
         self._mounted = False
@@ -308,6 +333,11 @@ class BashSandbox:
             self._shell = Shell(argv, self.command_timeout)
             if world.git_commits:
                 self._commit_history(world.git_commits)
+            if self._trace_state:
+                self._trace = attach(self._shell.pid, self._shell.run)
+        except TraceUnavailable:
+            self.close()
+            raise
         except Exception as exc:
             self.close()
             raise SandboxUnavailable(f"the sandbox did not start: {exc}") from exc
@@ -372,7 +402,46 @@ class BashSandbox:
             raise RuntimeError("the sandbox is not running")
         return self._shell.run(command)
 
+    def run_traced(self, command: str) -> tuple[str, int, StepState]:
+        """:meth:`run`, and what the command read of the world and changed in it (a sandbox
+        started with ``trace_state``)."""
+        if self._shell is None or self._trace is None:
+            raise RuntimeError("the sandbox is not running with trace_state")
+        mounts = self._mounts()
+        before = take_snapshot(mounts)
+        git_before = self._git_facts(before.repositories)
+        marker, line = self._trace.next_marker()
+        output, code = self._shell.run(command, after=line)
+        lines = self._trace.lines_until(marker)
+        if lines is None:
+            raise TraceUnavailable(f"the trace of {command!r} did not end")
+        seen = accesses_of(lines, self._shell.pid, self._cwd)
+        after = take_snapshot(mounts)
+        step = step_state(
+            seen,
+            before,
+            after,
+            roots=list(mounts),
+            cwd=self._cwd,
+            git_before=git_before,
+            git_after=self._git_facts(after.repositories),
+            skip=[f"{self.world.home}/.gitconfig"],
+        )
+        self._cwd = seen.shell_cwd or self._cwd
+        return output, code, step
+
+    def _mounts(self) -> dict[str, Path]:
+        """The sandbox's own folders: where each lies on the host."""
+        assert self._root is not None
+        return {"/home": self._root / "home", "/srv": self._root / "srv"}
+
+    def _git_facts(self, repositories: list[str]) -> dict[str, GitFacts]:
+        return {r: git_facts(r, self._host_path(r)) for r in repositories}
+
     def close(self) -> None:
+        trace, self._trace = self._trace, None
+        if trace is not None:
+            trace.close()
         shell, self._shell = self._shell, None
         if shell is not None:
             shell.close()

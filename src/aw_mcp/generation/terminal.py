@@ -86,12 +86,14 @@ def run_episode(
     world: SandboxWorld = LEGACY_WORLD,
     templates: Sequence[str] = (),
     fault_tail: FaultTail = "list",
+    trace_state: bool = True,
 ) -> CallRecord | None:
     """Run one scripted episode in a fresh sandbox and write its records; returns the last.
     With ``fault``, the condition is made true before call ``fault.at`` and every call from
     then on carries its text, as the fault layer would write it into the prompt. ``world``:
     the machine the sandbox is built as; ``templates``: draw only these script templates;
-    ``fault_tail``: what runs under the condition (``world_fault_script``)."""
+    ``fault_tail``: what runs under the condition (``world_fault_script``); ``trace_state``:
+    record what each command read and changed (``state_trace``)."""
     if fault:
         template, commands = world_fault_script(split, seed, number, fault.at, fault_tail)
     else:
@@ -100,12 +102,18 @@ def run_episode(
     eid = episode_id(split, seed, number, fault)
     last = None
     disk = fault.real.disk_bytes if fault else None
-    with BashSandbox(command_timeout=command_timeout, disk_bytes=disk, world=world) as shell:
+    with BashSandbox(
+        command_timeout=command_timeout, disk_bytes=disk, world=world, trace_state=trace_state
+    ) as shell:
         for index, command in enumerate(commands, start=1):
             if fault and index == fault.at:
                 fault.real.impose(shell)
             started = time.time()
-            output, code = shell.run(command)
+            step = None
+            if trace_state:
+                output, code, step = shell.run_traced(command)
+            else:
+                output, code = shell.run(command)
             last = CallRecord(
                 index=index,
                 episode=eid,
@@ -118,6 +126,7 @@ def run_episode(
                 conditions=[fault.condition] if fault and index >= fault.at else [],
                 started_at=started,
                 seconds=round(time.time() - started, 4),
+                state=step,
             )
             sink.write(last)
     log.info("%s: %s, %d commands", eid, template.name, len(commands))
@@ -244,6 +253,7 @@ def generate_terminal(
     worlds: WorldMode = "fixed",
     templates: Sequence[str] = (),
     fault_tail: FaultTail = "list",
+    trace_state: bool = True,
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
     Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
@@ -251,7 +261,8 @@ def generate_terminal(
     ``worlds="varied"``: every episode runs in a world of its own (``worlds.py``), written to
     ``out/worlds/<episode>.yaml``. ``templates``: only these script templates, in turn (not
     with a world fault, whose episodes have their own script). ``fault_tail``: with a world
-    fault, what runs under it (``world_fault_script``)."""
+    fault, what runs under it (``world_fault_script``). ``trace_state``: each record holds
+    what its command read and changed (``CallRecord.state``; needs strace)."""
     if templates and world_fault_name:
         raise UserInputError("--templates does not apply to world-fault episodes")
     if templates:  # a wrong name fails here, before any sandbox starts
@@ -265,7 +276,18 @@ def generate_terminal(
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
         world = episode_world(split, seed, number) if worlds == "varied" else LEGACY_WORLD
-        run_episode(split, seed, number, sink, command_timeout, fault, world, templates, fault_tail)
+        run_episode(
+            split,
+            seed,
+            number,
+            sink,
+            command_timeout,
+            fault,
+            world,
+            templates,
+            fault_tail,
+            trace_state,
+        )
         if worlds == "varied":
             date = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
             write_episode_world(out, eid, episode_world_spec(world, seen, date))

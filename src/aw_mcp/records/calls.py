@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 
 from aw_mcp.domain.models import ClientExchange, ToolCall
 from aw_mcp.engines.counters import GenerationStats
+from aw_mcp.state.steps import StepState
 
 # "real": recorded from a real server or shell (aw-mcp record, the trajectory generator);
 # "rpc-error": a JSON-RPC error instead of a result (a real server's, recorded by aw-mcp
@@ -87,13 +88,22 @@ class CallRecord(BaseModel):
         default_factory=list,
         description="What the tool asked the MCP client during the call and was answered.",
     )
+    state: StepState | None = Field(
+        default=None,
+        description="What the call read of the world and changed in it (aw_mcp.state): "
+        "measured in the sandbox for a real call, written by the world model for a modelled "
+        "one that keeps state.",
+    )
 
     @model_serializer(mode="wrap")
-    def _without_empty_client(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Most calls ask the client nothing: their records keep the shape they always had.
+    def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Most calls ask the client nothing and keep no state: their records keep the shape
+        # they always had.
         data: dict[str, Any] = handler(self)
         if not data.get("client"):
             data.pop("client", None)
+        if data.get("state") is None:
+            data.pop("state", None)
         return data
 
 

@@ -61,6 +61,14 @@ class TerminalSource:
             help="draw only these script templates of the split, in turn (for more episodes "
             "of a few kinds; a wrong name lists the split's templates)",
         )
+        parser.add_argument(
+            "--no-state",
+            dest="state",
+            action="store_false",
+            help="do not record what each command read and changed (by default strace "
+            "follows the sandbox's shell and each record holds its command's recall and "
+            "change: the state the world model learns to keep)",
+        )
         add_quiet_flag(parser)
 
     def generate(self, args: argparse.Namespace) -> list[Path]:
@@ -79,6 +87,7 @@ class TerminalSource:
             args.worlds,
             args.templates,
             args.fault_tail,
+            args.state,
         )
 
 
