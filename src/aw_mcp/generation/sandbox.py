@@ -44,7 +44,7 @@ from aw_mcp.generation.state_trace import (
     step_state,
     take_snapshot,
 )
-from aw_mcp.generation.worlds import SandboxWorld
+from aw_mcp.generation.worlds import HISTORY_FILE, SandboxWorld
 from aw_mcp.state.steps import GitFacts, StepState
 
 USER = "dev"
@@ -353,12 +353,13 @@ class BashSandbox:
 
     def _commit_history(self, commits: tuple[str, ...]) -> None:
         """The world's git history, made by its user before the episode starts: every file
-        in the first commit, then one empty-tree change per later commit (a line of CHANGES)."""
+        in the first commit, then one change per later commit (a line of ``HISTORY_FILE``,
+        which ``SandboxWorld.built_files`` counts among the world's files)."""
         steps = ["git init -q", "git add -A", f"git commit -q -m {shlex.quote(commits[0])}"]
         for message in commits[1:]:
             steps += [
-                f"echo {shlex.quote(message)} >> CHANGES",
-                "git add CHANGES",
+                f"echo {shlex.quote(message)} >> {HISTORY_FILE}",
+                f"git add {HISTORY_FILE}",
                 f"git commit -q -m {shlex.quote(message)}",
             ]
         output, code = self.run(" && ".join(steps))

@@ -23,6 +23,8 @@ from aw_mcp.domain.models import WorldSpec
 from aw_mcp.errors import UserInputError
 from aw_mcp.generation.terminal_scripts import Split
 
+HISTORY_FILE = "CHANGES"  # what each commit after the first adds a line to
+
 
 @dataclass(frozen=True)
 class SandboxWorld:
@@ -43,18 +45,25 @@ class SandboxWorld:
     def git_identity(self) -> tuple[str, str]:
         return self.user.title(), f"{self.user}@{self.hostname}"
 
+    def built_files(self) -> dict[str, str]:
+        """Every file the working directory holds once built: the world's files, and the
+        ``CHANGES`` file its history writes (a line per commit after the first)."""
+        files = dict(self.files)
+        if len(self.git_commits) > 1:
+            files[HISTORY_FILE] = "".join(f"{m}\n" for m in self.git_commits[1:])
+        return files
+
     def facts(self) -> dict[str, Any]:
         """The built facts, in the shape of a domain's ``world.facts`` (``from_world``
         reads them back)."""
         name, email = self.git_identity
+        files = self.built_files()
         facts: dict[str, Any] = {
             "hostname": self.hostname,
             "user": self.user,
             "home": self.home,
             "working_directory": self.working_directory,
-            "files": dict(self.files)
-            if self.files
-            else f"none: {self.working_directory} starts empty",
+            "files": files if files else f"none: {self.working_directory} starts empty",
         }
         if self.git_commits:
             facts["git"] = {
@@ -81,6 +90,9 @@ def from_world(world: WorldSpec) -> SandboxWorld:
     files = facts.get("files")
     git = facts.get("git")
     commits = tuple(git.get("commits") or ()) if isinstance(git, dict) else ()
+    if isinstance(files, dict) and len(commits) > 1:
+        # The history writes it again, commit by commit (``built_files``).
+        files = {k: v for k, v in files.items() if k != HISTORY_FILE}
     return SandboxWorld(
         user=str(facts["user"]).split()[0],
         hostname=str(facts["hostname"]),

@@ -1,0 +1,298 @@
+"""An episode's current state: the world's facts with every step's change applied.
+
+Bookkeeping only. The store never runs or interprets a command: it starts from the world's
+facts (the working directory, the project's files, its repository), applies the changes the
+steps wrote (``steps.ChangeOp``: measured in a sandbox, or written by the world model), and
+looks paths up. What it shows next to a call (:meth:`WorldState.view`) is the state of the
+paths the call's arguments name, word for word, and of the working directory; what stands in
+for history cut to fit the context is the whole state (:meth:`WorldState.summary`).
+
+A change that cannot be applied (a path that is not absolute, content over the limits, a
+store already full) is refused with a reason, and the rest of the step still applies.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from aw_mcp.state.steps import (
+    MAX_TEXT_BYTES,
+    ChangeDir,
+    ChangeOp,
+    Copy,
+    GitChange,
+    GitFacts,
+    Link,
+    MakeDir,
+    Mode,
+    Move,
+    PathState,
+    Recall,
+    Remove,
+    Write,
+)
+from aw_mcp.state.text import absolute, render_recall
+
+MAX_PATHS = 5000  # paths a store keeps; past it, new paths are refused
+MAX_TOTAL_TEXT = 1024 * 1024  # bytes of file content a store keeps
+STATE_OPEN, STATE_CLOSE = "<state>", "</state>"
+
+
+class WorldState:
+    """Paths (files with content or size, folders, links), modes where not the default, the
+    working directory, and each repository's facts."""
+
+    def __init__(self, cwd: str, home: str | None = None):
+        self.cwd = _normal(cwd)
+        self.paths: dict[str, PathState] = {}
+        self.modes: dict[str, str] = {}
+        self.git: dict[str, GitFacts] = {}
+        for folder in (self.cwd, _normal(home) if home else None):
+            if folder:
+                self._make_dir(folder)
+
+    # -- building ------------------------------------------------------------------------
+
+    @classmethod
+    def from_facts(cls, facts: dict[str, Any]) -> WorldState | None:
+        """The state a world's facts describe (None: they name no working directory).
+        Reads the Terminal worlds' shape: ``working_directory``, ``home``, ``files`` (a map of
+        paths relative to the working directory to their content), ``git`` (a map with
+        ``repository``, ``branch``, ``commits``, ``working_tree``)."""
+        cwd = facts.get("working_directory")
+        if not isinstance(cwd, str) or not cwd.startswith("/"):
+            return None
+        home = facts.get("home")
+        state = cls(cwd, home if isinstance(home, str) and home.startswith("/") else None)
+        files = facts.get("files")
+        if isinstance(files, dict):
+            for name, content in files.items():
+                path = absolute(str(name), state.cwd)
+                state.apply([Write(path=path, content=str(content))])
+        git = facts.get("git")
+        if isinstance(git, dict) and isinstance(git.get("repository"), str):
+            commits = git.get("commits") or []
+            tree = git.get("working_tree")
+            status = [] if tree in (None, "clean") else [str(s) for s in _as_list(tree)]
+            state.git[_normal(git["repository"])] = GitFacts(
+                repository=_normal(git["repository"]),
+                branch=str(git.get("branch") or "main"),
+                head=str(commits[-1]) if commits else None,
+                status=status,
+            )
+        return state
+
+    def copy(self) -> WorldState:
+        other = WorldState(self.cwd)
+        other.paths = dict(self.paths)
+        other.modes = dict(self.modes)
+        other.git = dict(self.git)
+        return other
+
+    # -- applying a step's change ----------------------------------------------------------
+
+    def apply(self, change: Iterable[ChangeOp]) -> list[str]:
+        """Apply a step's ops in order; returns why each refused one was refused."""
+        problems: list[str] = []
+        for op in change:
+            problem = self._apply_one(op)
+            if problem:
+                problems.append(f"{op.op}: {problem}")
+        return problems
+
+    def _apply_one(self, op: ChangeOp) -> str | None:
+        if isinstance(op, ChangeDir):
+            if problem := _bad_path(op.path):
+                return problem
+            self.cwd = _normal(op.path)
+            self._make_dir(self.cwd)
+            return None
+        if isinstance(op, GitChange):
+            if problem := _bad_path(op.facts.repository):
+                return problem
+            repository = _normal(op.facts.repository)
+            self.git[repository] = op.facts.model_copy(update={"repository": repository})
+            self._make_dir(repository)
+            return None
+        if isinstance(op, Move | Copy):
+            return self._move_or_copy(op)
+        path = op.path
+        if problem := _bad_path(path):
+            return problem
+        path = _normal(path)
+        if isinstance(op, Remove):
+            if path.endswith("/.git") and posixpath.dirname(path) in self.git:
+                del self.git[posixpath.dirname(path)]
+                return None
+            self._remove(path)
+            return None
+        if isinstance(op, Mode):
+            self.modes[path] = op.mode
+            return None
+        if isinstance(op, MakeDir):
+            if problem := self._room_for(1):
+                return problem
+            self._make_dir(path)
+            return None
+        if isinstance(op, Link):
+            return self._put(path, PathState(kind="link", target=op.target))
+        if isinstance(op, Write):
+            if op.content is not None:
+                return self._put_text(path, op.content)
+            return self._put(path, PathState(kind="file", size=op.size))
+        # Append: onto what the store knows; onto nothing known, the text is all it knows.
+        known = self.paths.get(path)
+        before = known.content if known is not None and known.content is not None else ""
+        return self._put_text(path, before + op.text)
+
+    def _move_or_copy(self, op: Move | Copy) -> str | None:
+        for path in (op.source, op.target):
+            if problem := _bad_path(path):
+                return problem
+        source, target = _normal(op.source), _normal(op.target)
+        if target == source or target.startswith(source + "/"):
+            return "a path cannot go into itself"
+        moving = {p: s for p, s in self.paths.items() if p == source or p.startswith(source + "/")}
+        if not moving:  # unknown to the store: all it knows is that the target is a file now
+            moving = {source: PathState(kind="file")}
+        if isinstance(op, Copy) and (problem := self._room_for(len(moving))):
+            return problem
+        if isinstance(op, Move):
+            self._remove(source)
+        self._remove(target)
+        for path, state in moving.items():
+            self._put(target + path[len(source) :], state)
+        return None
+
+    def _put_text(self, path: str, content: str) -> str | None:
+        size = len(content.encode())
+        if size > MAX_TEXT_BYTES:
+            return self._put(path, PathState(kind="file", size=size))
+        if self._text_bytes() + size > MAX_TOTAL_TEXT:
+            return f"the store holds {MAX_TOTAL_TEXT} bytes of text at most"
+        return self._put(path, PathState(kind="file", content=content))
+
+    def _room_for(self, count: int) -> str | None:
+        if len(self.paths) + count > MAX_PATHS:
+            return f"the store holds {MAX_PATHS} paths at most"
+        return None
+
+    def _put(self, path: str, state: PathState) -> str | None:
+        """Put ``state`` at ``path`` (its folders made); why not, when the store is full."""
+        if path not in self.paths and (problem := self._room_for(1)):
+            return problem
+        self._make_dir(posixpath.dirname(path))
+        self._remove(path)
+        self.paths[path] = state
+        return None
+
+    def _make_dir(self, path: str) -> None:
+        while path not in ("/", ""):
+            if self.paths.get(path, PathState(kind="missing")).kind != "dir":
+                self._remove(path)
+                self.paths[path] = PathState(kind="dir")
+            path = posixpath.dirname(path)
+
+    def _remove(self, path: str) -> None:
+        for known in [p for p in self.paths if p == path or p.startswith(path + "/")]:
+            del self.paths[known]
+            self.modes.pop(known, None)
+
+    def _text_bytes(self) -> int:
+        return sum(len(s.content) for s in self.paths.values() if s.content is not None)
+
+    # -- looking up ------------------------------------------------------------------------
+
+    def state_of(self, path: str) -> PathState | None:
+        """What the store knows of ``path`` (a folder with its entries); None: nothing."""
+        state = self.paths.get(path)
+        if state is None or state.kind != "dir":
+            return state
+        return state.model_copy(update={"entries": self.entries(path)})
+
+    def entries(self, folder: str) -> list[str]:
+        prefix = folder.rstrip("/") + "/"
+        names = [
+            p[len(prefix) :] + ("/" if s.kind == "dir" else "")
+            for p, s in self.paths.items()
+            if p.startswith(prefix) and "/" not in p[len(prefix) :]
+        ]
+        if folder in self.git:
+            names.append(".git/")
+        return sorted(names)
+
+    def repository_of(self, path: str) -> GitFacts | None:
+        holding = [r for r in self.git if path == r or path.startswith(r.rstrip("/") + "/")]
+        return self.git[max(holding, key=len)] if holding else None
+
+    def view(self, arguments: dict[str, Any]) -> str:
+        """What stands next to a call: the working directory with its entries, every path
+        the call's string arguments name word for word (relative to the working directory)
+        that the store knows, and the repository the working directory is in."""
+        named: dict[str, PathState] = {}
+        for word in _words(arguments):
+            path = absolute(word, self.cwd)
+            state = self.state_of(path)
+            if state is not None and path != self.cwd:
+                named[path] = state
+        here = self.state_of(self.cwd)
+        if here is not None:
+            named[self.cwd] = here
+        repository = self.repository_of(self.cwd)
+        recall = Recall(paths=named, git=[repository] if repository else [])
+        body = render_recall(recall, self.cwd).split("\n")[1:-1]
+        return "\n".join([STATE_OPEN, f"cwd {self.cwd}", *body, STATE_CLOSE])
+
+    def summary(self) -> str:
+        """The whole state, for history cut to fit the context (text files by their size)."""
+        paths = {
+            p: (s if s.kind != "dir" else s.model_copy(update={"entries": None}))
+            for p, s in self.paths.items()
+            if s.kind != "dir" or not self.entries(p)  # folders show through their paths
+        }
+        sized = {
+            p: s.model_copy(update={"content": None, "size": len(s.content.encode())})
+            if s.content is not None and s.content.count("\n") > 3
+            else s
+            for p, s in paths.items()
+        }
+        recall = Recall(paths=sized, git=list(self.git.values()))
+        body = render_recall(recall, self.cwd).split("\n")[1:-1]
+        return "\n".join([STATE_OPEN, f"cwd {self.cwd}", *body, STATE_CLOSE])
+
+
+def _words(arguments: dict[str, Any]) -> list[str]:
+    """The words of a call's string arguments, as a shell would split them (redirections'
+    and separators' characters taken off their ends)."""
+    words: list[str] = []
+    for value in arguments.values():
+        if not isinstance(value, str):
+            continue
+        try:
+            split = shlex.split(value)
+        except ValueError:
+            split = value.split()
+        for word in split:
+            word = word.strip("<>|&;()")
+            if word and not word.startswith("-") and len(word) < 512:
+                words.append(word)
+    return words
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _normal(path: str) -> str:
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def _bad_path(path: str) -> str | None:
+    if not path.startswith("/"):
+        return f"{path!r} is not an absolute path"
+    if "\0" in path or len(path) > 1024:
+        return "not a path"
+    return None

@@ -1,0 +1,166 @@
+"""The episode's current state: built from world facts, kept by applying each step's change
+(bookkeeping, never running a command), looked up next to a call; hostile changes are refused
+one by one and never break the rest."""
+
+from __future__ import annotations
+
+from aw_mcp.generation.sandbox import BashSandbox
+from aw_mcp.generation.state_trace import take_snapshot
+from aw_mcp.generation.worlds import SandboxWorld
+from aw_mcp.state import world as world_module
+from aw_mcp.state.steps import (
+    MAX_TEXT_BYTES,
+    Append,
+    ChangeDir,
+    Copy,
+    GitChange,
+    GitFacts,
+    Link,
+    MakeDir,
+    Mode,
+    Move,
+    PathState,
+    Remove,
+    Write,
+)
+from aw_mcp.state.world import WorldState
+from tests.helpers import needs_sandbox
+
+P = "/home/dev/project"
+FACTS = {
+    "working_directory": P,
+    "home": "/home/dev",
+    "files": {"README.md": "# project\n", "src/app.py": "print(1)\n"},
+    "git": {"repository": P, "branch": "main", "commits": ["Initial", "Add app"]},
+}
+
+
+def test_a_world_starts_as_its_facts_say():
+    state = WorldState.from_facts(FACTS)
+    assert state is not None and state.cwd == P
+    assert state.state_of(f"{P}/README.md") == PathState(kind="file", content="# project\n")
+    assert state.entries(P) == [".git/", "README.md", "src/"]
+    assert state.git[P] == GitFacts(repository=P, branch="main", head="Add app", status=[])
+    assert state.state_of("/home/dev").kind == "dir"
+    assert WorldState.from_facts({"files": "none"}) is None  # no working directory named
+
+
+def test_every_op_applies_as_bookkeeping():
+    state = WorldState.from_facts(FACTS)
+    problems = state.apply(
+        [
+            MakeDir(path=f"{P}/old/deep"),
+            Move(source=f"{P}/src", target=f"{P}/lib"),
+            Copy(source=f"{P}/README.md", target=f"{P}/old/README.md"),
+            Append(path=f"{P}/README.md", text="more\n"),
+            Write(path=f"{P}/logo.png", size=4096),
+            Link(path=f"{P}/latest", target="lib"),
+            Mode(path=f"{P}/lib/app.py", mode="755"),
+            Remove(path=f"{P}/old/deep"),
+            GitChange(facts=GitFacts(repository=P, branch="dev", head="Move", status=[])),
+            ChangeDir(path=f"{P}/lib"),
+        ]
+    )
+    assert problems == []
+    assert state.entries(P) == [".git/", "README.md", "latest", "lib/", "logo.png", "old/"]
+    assert state.state_of(f"{P}/lib/app.py").content == "print(1)\n"
+    assert state.state_of(f"{P}/src") is None
+    assert state.state_of(f"{P}/README.md").content == "# project\nmore\n"
+    assert state.state_of(f"{P}/old/README.md").content == "# project\n"
+    assert state.entries(f"{P}/old") == ["README.md"]
+    assert state.modes[f"{P}/lib/app.py"] == "755"
+    assert state.git[P].branch == "dev" and state.cwd == f"{P}/lib"
+    state.apply([Remove(path=f"{P}/.git")])
+    assert state.git == {} and state.repository_of(P) is None
+
+
+def test_hostile_changes_are_refused_one_by_one_and_the_rest_applies(monkeypatch):
+    state = WorldState.from_facts(FACTS)
+    huge = "x" * (MAX_TEXT_BYTES + 1)
+    problems = state.apply(
+        [
+            Write(path="relative.txt", content="no"),
+            Move(source=f"{P}/src", target=f"{P}/src/inside"),
+            Write(path=f"{P}/huge.txt", content=huge),  # kept by its size only
+            Write(path=f"{P}/ok.txt", content="fine\n"),
+            ChangeDir(path="nowhere"),
+        ]
+    )
+    assert problems == [
+        "write: 'relative.txt' is not an absolute path",
+        "mv: a path cannot go into itself",
+        "cd: 'nowhere' is not an absolute path",
+    ]
+    assert state.state_of(f"{P}/huge.txt") == PathState(kind="file", size=MAX_TEXT_BYTES + 1)
+    assert state.state_of(f"{P}/ok.txt").content == "fine\n" and state.cwd == P
+    monkeypatch.setattr(world_module, "MAX_PATHS", len(state.paths) + 1)
+    problems = state.apply([Write(path=f"{P}/{n}", content="") for n in range(3)])
+    assert problems == ["write: the store holds 9 paths at most"] * 2
+    assert state.state_of(f"{P}/0") is not None and state.state_of(f"{P}/2") is None
+
+
+def test_moving_what_the_store_never_saw_leaves_a_file_of_unknown_content():
+    state = WorldState(P)
+    assert state.apply([Move(source="/tmp/x", target=f"{P}/x")]) == []
+    assert state.state_of(f"{P}/x") == PathState(kind="file")
+    assert state.apply([Append(path=f"{P}/new.log", text="one\n")]) == []
+    assert state.state_of(f"{P}/new.log").content == "one\n"
+
+
+def test_the_view_next_to_a_call_looks_up_the_words_it_names_and_interprets_nothing():
+    state = WorldState.from_facts(FACTS)
+    view = state.view({"command": "cat src/app.py missing.txt > out.txt; wc -l *.md"})
+    assert view.startswith(f"<state>\ncwd {P}\n") and view.endswith("</state>")
+    assert "file src/app.py\n1|print(1)" in view
+    assert "README.md\n1|" not in view  # a glob is not looked up
+    assert "missing.txt" not in view and "out.txt" not in view  # unknown: nothing said
+    assert "dir .\n|.git/\n|README.md\n|src/" in view
+    assert 'git . main "Add app"' in view
+    assert state.view({"path": f"{P}/README.md", "count": 3}).count("file README.md") == 1
+
+
+def test_the_summary_for_cut_history_gives_every_path_with_long_text_by_size():
+    state = WorldState.from_facts(FACTS)
+    state.apply([Write(path=f"{P}/long.txt", content="a\nb\nc\nd\ne\n")])
+    summary = state.summary()
+    assert "file long.txt (10 bytes)" in summary
+    assert "file README.md\n1|# project" in summary and "file src/app.py\n1|print(1)" in summary
+    assert 'git . main "Add app"' in summary
+
+
+@needs_sandbox
+def test_the_sandboxs_changes_applied_in_order_rebuild_the_real_final_state():
+    """Every change the generator records, applied by the store from the world's facts,
+    ends where the real sandbox ended: each path and each text file's content."""
+    world = SandboxWorld(
+        user="dev",
+        hostname="devbox",
+        working_directory=P,
+        files=dict(FACTS["files"]),
+        git_commits=("Initial", "Add app"),
+    )
+    commands = [
+        "mkdir -p docs/old && echo hi > docs/a.txt && cp README.md docs/",
+        "mv src lib && printf 'x\\ny\\n' >> lib/app.py",
+        "sed -i 's/x/X/' lib/app.py && chmod +x lib/app.py && ln -s lib current",
+        "cd docs && mv a.txt old/ && rm README.md && touch empty",
+        "cd .. && git add -A && git commit -qm Reorganise && git checkout -qb feature",
+        'rm -rf docs/old && python3 -c \'open("gen.txt","w").write("1\\n")\'',
+    ]
+    state = WorldState.from_facts(world.facts())
+    with BashSandbox(world=world, trace_state=True) as sandbox:
+        for command in commands:
+            _, code, step = sandbox.run_traced(command)
+            assert code == 0, command
+            assert state.apply(step.change) == [], command
+        real = take_snapshot(sandbox._mounts())
+    under = {p: e for p, e in real.entries.items() if p.startswith(P + "/")}
+    kept = {p: s for p, s in state.paths.items() if p.startswith(P + "/")}
+    assert sorted(kept) == sorted(under)
+    for path, entry in under.items():
+        assert kept[path].kind == entry.kind, path
+        if entry.kind == "file":
+            assert kept[path].content == entry.text, path
+    assert state.modes == {f"{P}/lib/app.py": "755"}
+    assert (state.git[P].branch, state.git[P].head) == ("feature", "Reorganise")
+    assert state.cwd == P
