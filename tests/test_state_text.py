@@ -45,7 +45,7 @@ EVERY_KIND = StepState(
             CWD: PathState(kind="dir", entries=[".git/", "notes.txt", "src/"]),
             f"{CWD}/my file.txt": PathState(kind="missing"),
             f"{CWD}/latest": PathState(kind="link", target="releases/v2"),
-            "/srv/data": PathState(kind="dir", entries=[]),
+            "/srv/data": PathState(kind="dir", entries=["x.csv"]),
         },
         git=[GitFacts(repository=CWD, branch="main", head="Add notes", status=[" M a.txt"])],
     ),
@@ -80,12 +80,28 @@ def test_the_form_is_short_and_relative_to_where_the_call_started():
     assert "write hello.txt\n|hello\n|\n|world\n" in text
     assert "file notes.txt\n1|buy tea\n2|call bob\n" in text
     assert "file no-newline.txt\n1|x\n\\\n" in text  # no final newline: a `\` line
+    assert "file empty.txt\n(empty)\n" in text
     assert "file logo.png (2048 bytes)" in text
     assert 'mv draft.txt "archive/draft 1.txt"' in text  # a path with a space is quoted
     assert "cp a.txt /tmp/a.txt" in text  # outside the working directory: absolute
     assert 'git . main "Add notes"\n| M a.txt' in text
     assert "git sub detached none" in text
     assert text.index("<recall>") < text.index("</recall>") < text.index("<change>")
+
+
+def test_the_compact_form_names_what_was_read_and_keeps_every_change():
+    """The world model's form: the content of what it read stands next to the call already."""
+    text = render_step(EVERY_KIND, compact=True)
+    recall = text[: text.index("</recall>")]
+    assert "file notes.txt\ndir /srv/data" in recall and "1|buy tea" not in recall
+    assert "file logo.png (2048 bytes)" in recall
+    assert "dir .\n" in recall and "|src/" not in recall
+    assert 'git . main "Add notes"\n</recall>' in text[: text.index("<change>")] + "</recall>"
+    assert "write hello.txt\n|hello\n|\n|world\n" in text  # changes stay whole
+    parsed = parse_step(text + "\nanswer", CWD)
+    assert parsed.problems == [] and parsed.step.change == EVERY_KIND.change
+    assert parsed.step.recall.paths[f"{CWD}/notes.txt"] == PathState(kind="file")
+    assert parsed.step.recall.paths[CWD] == PathState(kind="dir")
 
 
 def test_a_step_that_read_and_changed_nothing_writes_nothing():

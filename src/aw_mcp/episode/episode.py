@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.records.calls import CallRecord, Turn
+from aw_mcp.state.world import WorldState
 
 
 class WorldCondition(BaseModel):
@@ -60,6 +61,10 @@ class Episode:
         self.omitted_turns = 0  # oldest turns left out of the prompt to fit the context window
         self.world: WorldSpec | None = None  # the client's own world for this episode, if any
         self.restored = False  # rebuilt from its record by a server that did not run it
+        # The state kept for a profile that keeps state (simulation/state_keeping.py): built
+        # on first use; ``stateless`` once its world turned out to name no working directory.
+        self.world_state: WorldState | None = None
+        self.stateless = False
         self.lock = anyio.Lock()
 
     def take_world(self, world: WorldSpec) -> str | None:

@@ -34,6 +34,8 @@ from aw_mcp.engines.reasoning import (
 from aw_mcp.engines.reasoning import strip_reasoning as strip_reasoning  # re-export
 from aw_mcp.episode.schema_outline import schema_outline
 from aw_mcp.records.calls import Turn
+from aw_mcp.state.steps import StepState
+from aw_mcp.state.text import render_step
 
 MAX_SUMMARIZED_ACTIONS = 12  # the summary of dropped turns must stay small itself
 MAX_SUMMARIZED_ARGUMENTS = 120
@@ -60,12 +62,23 @@ def describe_client_exchanges(action: ToolCall) -> str:
 
 
 class PromptProfile:
-    """How actions and observations are written. Subclasses change the wording, not the layout."""
+    """How actions and observations are written. Subclasses change the wording, not the layout.
+
+    A profile that ``keeps_state`` also shows the episode's state next to each action (its
+    view, ``aw_mcp.state.world``) and has the model write what the action read and changed
+    before the observation (``aw_mcp.state.text``, the compact form); history cut to fit the
+    context is then told as the state it left, not as a list of old actions."""
 
     name: ClassVar[str] = "default"
+    keeps_state: ClassVar[bool] = False
 
     def system_message(
-        self, domain: DomainSpec, tools: list[ToolSpec], world: WorldSpec, omitted: list[Turn]
+        self,
+        domain: DomainSpec,
+        tools: list[ToolSpec],
+        world: WorldSpec,
+        omitted: list[Turn],
+        state_summary: str | None = None,
     ) -> str:
         parts = [self.role_section(domain)]
         parts.append(
@@ -78,9 +91,36 @@ class PromptProfile:
                 "history changes them:\n" + facts
             )
         parts.append(self.answer_section())
-        if omitted:
-            parts.append(self.describe_omitted(omitted))
+        parts += self.omitted_sections(omitted, state_summary)
         return "\n\n".join(parts)
+
+    def omitted_sections(self, omitted: list[Turn], state_summary: str | None) -> list[str]:
+        """What stands for the turns cut from the prompt: the state they left (a profile
+        keeping state, when given), else their actions."""
+        if not omitted:
+            return []
+        if self.keeps_state and state_summary is not None:
+            return [
+                f"{len(omitted)} earlier steps are not shown; the state they left:\n"
+                + state_summary
+            ]
+        return [self.describe_omitted(omitted)]
+
+    def turn_action(
+        self, step: int, action: ToolCall, conditions: list[str], view: str | None
+    ) -> str:
+        """The user message of one step: the action, and its state view (keeping state)."""
+        text = self.action_message(step, action, conditions)
+        return f"{text}\n{view}" if self.keeps_state and view else text
+
+    def turn_answer(self, observation: str, state: StepState | None) -> str:
+        """The assistant message of one step: the observation, after the step's blocks
+        (keeping state)."""
+        text = self.observation_message(observation)
+        if not self.keeps_state or state is None:
+            return text
+        blocks = render_step(state, compact=True)
+        return f"{blocks}\n{text}" if blocks else text
 
     def role_section(self, domain: DomainSpec) -> str:
         return domain.instructions.strip()
@@ -219,7 +259,12 @@ class SmallModelProfile(PromptProfile):
     name: ClassVar[str] = "small"
 
     def system_message(
-        self, domain: DomainSpec, tools: list[ToolSpec], world: WorldSpec, omitted: list[Turn]
+        self,
+        domain: DomainSpec,
+        tools: list[ToolSpec],
+        world: WorldSpec,
+        omitted: list[Turn],
+        state_summary: str | None = None,
     ) -> str:
         parts = [self.role_section(domain)]
         parts.append("Tools: " + ", ".join(self.describe_tool(t) for t in tools))
@@ -227,8 +272,7 @@ class SmallModelProfile(PromptProfile):
         if facts:
             parts.append("World:\n" + facts)
         parts.append(self.answer_section())
-        if omitted:
-            parts.append(self.describe_omitted(omitted))
+        parts += self.omitted_sections(omitted, state_summary)
         return "\n\n".join(parts)
 
     def role_section(self, domain: DomainSpec) -> str:
@@ -253,9 +297,37 @@ class SmallModelProfile(PromptProfile):
         return text
 
 
-ProfileName = Literal["default", "small", "agentworld"]
+class SmallStateProfile(SmallModelProfile):
+    """``small``, keeping state: the state of what the action names stands under it, and the
+    model writes what the action read and changed before the observation::
+
+        cat notes.txt {...}            <- the action
+        <state>                        <- its view: the episode's state, looked up
+        cwd /home/dev/project
+        file notes.txt
+        1|buy tea
+        </state>
+        ---
+        <recall>                       <- the model's answer: what it read,
+        file notes.txt
+        </recall>
+        buy tea                        <- then the observation
+        [exit code: 0]
+    """
+
+    name: ClassVar[str] = "small-state"
+    keeps_state: ClassVar[bool] = True
+
+    def answer_section(self) -> str:
+        return (
+            "Reply to each action with what it read (<recall>) and changed (<change>), "
+            "then the raw observation, like the examples."
+        )
+
+
+ProfileName = Literal["default", "small", "small-state", "agentworld"]
 PROFILES: dict[str, type[PromptProfile]] = {
-    p.name: p for p in (PromptProfile, SmallModelProfile, AgentWorldProfile)
+    p.name: p for p in (PromptProfile, SmallModelProfile, SmallStateProfile, AgentWorldProfile)
 }
 
 
@@ -271,18 +343,21 @@ def build_messages(
     current_conditions: list[str],
     summarize_omitted: bool = True,
     examples: list[Demonstration] | None = None,
+    current_view: str | None = None,
+    state_summary: str | None = None,
 ) -> list[ChatMessage]:
     """The full prompt for one call; ``omitted`` oldest turns are summarized, not shown.
 
     ``examples`` (retrieved real transitions) go into the current user turn only, so every
-    message before it is the same as at the previous step (the KV cache stays valid)."""
+    message before it is the same as at the previous step (the KV cache stays valid).
+    ``current_view``: the state shown next to the current call, and ``state_summary``: the
+    state the omitted turns left (both for a profile that keeps state)."""
     # A call a protocol fault answered (a 502, a 429) never reached the environment and
     # changed nothing, so the world model does not see it at all: neither the fault's text
     # nor a placeholder in its place, either of which it would copy as an observation.
     summarized = [t for t in turns[:omitted] if t.reached_world] if summarize_omitted else []
-    messages = [
-        ChatMessage(role="system", content=profile.system_message(domain, tools, world, summarized))
-    ]
+    system = profile.system_message(domain, tools, world, summarized, state_summary)
+    messages = [ChatMessage(role="system", content=system)]
     for step, demo in enumerate(domain.demonstrations, start=1):
         messages.append(ChatMessage(role="user", content=profile.action_message(step, demo, [])))
         messages.append(
@@ -292,16 +367,13 @@ def build_messages(
         messages.append(
             ChatMessage(
                 role="user",
-                content=profile.action_message(turn.index, turn.action, turn.conditions),
+                content=profile.turn_action(turn.index, turn.action, turn.conditions, turn.view),
             )
         )
         messages.append(
-            ChatMessage(
-                role="assistant",
-                content=profile.observation_message(turn.observation),
-            )
+            ChatMessage(role="assistant", content=profile.turn_answer(turn.observation, turn.state))
         )
-    action = profile.action_message(current_step, current, current_conditions)
+    action = profile.turn_action(current_step, current, current_conditions, current_view)
     if examples:
         action = profile.examples_section(examples) + "\n\n" + action
     messages.append(ChatMessage(role="user", content=action))

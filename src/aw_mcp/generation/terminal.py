@@ -38,6 +38,7 @@ from aw_mcp.generation.sandbox import (
     BashSandbox,
     observation_text,
 )
+from aw_mcp.generation.state_sessions import state_session
 from aw_mcp.generation.terminal_scripts import (
     FaultTail,
     Split,
@@ -71,8 +72,19 @@ _FACT_PROBES = {
 }
 
 
-def episode_id(split: Split, seed: int, number: int, fault: WorldFault | None = None) -> str:
+Script = Literal["templates", "state"]
+
+
+def episode_id(
+    split: Split,
+    seed: int,
+    number: int,
+    fault: WorldFault | None = None,
+    script: Script = "templates",
+) -> str:
     kind = f"{split}-{fault.name}" if fault else split
+    if script == "state":
+        kind += "-state"
     return f"terminal-{kind}-s{seed}-{number:04d}"
 
 
@@ -87,19 +99,26 @@ def run_episode(
     templates: Sequence[str] = (),
     fault_tail: FaultTail = "list",
     trace_state: bool = True,
+    script: Script = "templates",
 ) -> CallRecord | None:
     """Run one scripted episode in a fresh sandbox and write its records; returns the last.
     With ``fault``, the condition is made true before call ``fault.at`` and every call from
     then on carries its text, as the fault layer would write it into the prompt. ``world``:
     the machine the sandbox is built as; ``templates``: draw only these script templates;
     ``fault_tail``: what runs under the condition (``world_fault_script``); ``trace_state``:
-    record what each command read and changed (``state_trace``)."""
+    record what each command read and changed (``state_trace``); ``script``: a template's
+    commands, or a long session that exercises state (``state_sessions``)."""
     if fault:
         template, commands = world_fault_script(split, seed, number, fault.at, fault_tail)
+        kind = template.name
+    elif script == "state":
+        rng = random.Random(f"terminal-state:{split}:{seed}:{number}")
+        commands, kind = state_session(split, rng, world), "state session"
     else:
         varied = world is not LEGACY_WORLD
         template, commands = episode_script(split, seed, number, varied, templates)
-    eid = episode_id(split, seed, number, fault)
+        kind = template.name
+    eid = episode_id(split, seed, number, fault, script)
     last = None
     disk = fault.real.disk_bytes if fault else None
     with BashSandbox(
@@ -129,7 +148,7 @@ def run_episode(
                 state=step,
             )
             sink.write(last)
-    log.info("%s: %s, %d commands", eid, template.name, len(commands))
+    log.info("%s: %s, %d commands", eid, kind, len(commands))
     return last
 
 
@@ -254,6 +273,7 @@ def generate_terminal(
     templates: Sequence[str] = (),
     fault_tail: FaultTail = "list",
     trace_state: bool = True,
+    script: Script = "templates",
 ) -> list[Path]:
     """Write ``episodes`` episode files and ``world.yaml`` into ``out``; returns the files.
     Without ``quiet``, a progress bar counts the episodes on stderr. ``world_fault_name``:
@@ -262,9 +282,13 @@ def generate_terminal(
     ``out/worlds/<episode>.yaml``. ``templates``: only these script templates, in turn (not
     with a world fault, whose episodes have their own script). ``fault_tail``: with a world
     fault, what runs under it (``world_fault_script``). ``trace_state``: each record holds
-    what its command read and changed (``CallRecord.state``; needs strace)."""
+    what its command read and changed (``CallRecord.state``; needs strace). ``script``:
+    ``state`` for long sessions that make, move, edit, commit and read back
+    (``state_sessions``) instead of the templates."""
     if templates and world_fault_name:
         raise UserInputError("--templates does not apply to world-fault episodes")
+    if script == "state" and (templates or world_fault_name):
+        raise UserInputError("--script state takes neither --templates nor --world-fault")
     if templates:  # a wrong name fails here, before any sandbox starts
         named_templates(split, worlds == "varied", templates)
     fault = world_fault(world_fault_name) if world_fault_name else None
@@ -272,7 +296,7 @@ def generate_terminal(
     seen = probe_sandbox() if worlds == "varied" else {}
     paths = []
     for number in counted(range(episodes), "terminal", "episode", quiet):
-        eid = episode_id(split, seed, number, fault)
+        eid = episode_id(split, seed, number, fault, script)
         path = sink.path_for(eid)
         path.unlink(missing_ok=True)  # the sink appends: a rerun must not double an episode
         world = episode_world(split, seed, number) if worlds == "varied" else LEGACY_WORLD
@@ -287,6 +311,7 @@ def generate_terminal(
             templates,
             fault_tail,
             trace_state,
+            script,
         )
         if worlds == "varied":
             date = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"

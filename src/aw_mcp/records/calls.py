@@ -94,6 +94,11 @@ class CallRecord(BaseModel):
         "measured in the sandbox for a real call, written by the world model for a modelled "
         "one that keeps state.",
     )
+    view: str | None = Field(
+        default=None,
+        description="The episode's state shown to the world model next to this call (a "
+        "profile that keeps state); the history shows it again on later calls.",
+    )
 
     @model_serializer(mode="wrap")
     def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -102,8 +107,9 @@ class CallRecord(BaseModel):
         data: dict[str, Any] = handler(self)
         if not data.get("client"):
             data.pop("client", None)
-        if data.get("state") is None:
-            data.pop("state", None)
+        for key in ("state", "view"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 
@@ -126,6 +132,10 @@ class Turn(BaseModel):
         "instead of the environment: the world model sees a failed request, not its text, so "
         "it never mistakes the fault for something the environment printed.",
     )
+    state: StepState | None = Field(
+        default=None, description="What the call read and changed (a profile keeping state)."
+    )
+    view: str | None = Field(default=None, description="The state shown next to the call.")
 
     @classmethod
     def of_record(cls, record: CallRecord, tool: str | None = None, damaged: bool = False) -> Turn:
@@ -142,6 +152,8 @@ class Turn(BaseModel):
             conditions=record.conditions,
             damaged=damaged,
             reached_world=reached_world(record.source, record.is_error),
+            state=record.state,
+            view=record.view,
         )
 
 

@@ -19,6 +19,7 @@ from aw_mcp.errors import EngineError
 
 if TYPE_CHECKING:
     from aw_mcp.simulation.grounding import GroundingIndex
+    from aw_mcp.simulation.state_keeping import StateKeeper
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +32,28 @@ class PromptTooLongError(EngineError):
 
 class ContextFitter:
     def __init__(
-        self, engine: Engine, profile: PromptProfile, grounding: GroundingIndex | None = None
+        self,
+        engine: Engine,
+        profile: PromptProfile,
+        grounding: GroundingIndex | None = None,
+        keeper: StateKeeper | None = None,
     ):
         self.engine = engine
         self.profile = profile
         self.grounding = grounding  # real transitions shown as examples (--grounding)
+        self.keeper = keeper  # a profile that keeps state: cut turns are told as a state
 
     async def fit(
-        self, episode: Episode, served: ServedTool, action: ToolCall, max_tokens: int
+        self,
+        episode: Episode,
+        served: ServedTool,
+        action: ToolCall,
+        max_tokens: int,
+        view: str | None = None,
     ) -> list[ChatMessage]:
         """Messages that leave ``max_tokens`` for the answer, trimming the oldest turns if they
-        must go (``episode.omitted_turns`` remembers how many)."""
+        must go (``episode.omitted_turns`` remembers how many). ``view``: the state shown next
+        to the action (a profile that keeps state)."""
         budget = self.engine.context_window - max_tokens
         conditions = episode.active_conditions()
         examples = (
@@ -51,6 +63,9 @@ class ContextFitter:
         )
 
         def build(omitted: int, summarize: bool = True) -> list[ChatMessage]:
+            summary = None
+            if omitted and summarize and self.keeper is not None:
+                summary = self.keeper.summary_after(episode, served, episode.turns[:omitted])
             return build_messages(
                 self.profile,
                 served.domain,
@@ -63,6 +78,8 @@ class ContextFitter:
                 conditions,
                 summarize_omitted=summarize,
                 examples=examples,
+                current_view=view,
+                state_summary=summary,
             )
 
         omitted = episode.omitted_turns

@@ -22,6 +22,9 @@ from aw_mcp.errors import EngineError
 from aw_mcp.json_schemas import schema_errors
 from aw_mcp.simulation.progress import ProgressCallback, generate_with_progress
 from aw_mcp.simulation.sampling import SamplingSettings
+from aw_mcp.simulation.state_keeping import read_step
+from aw_mcp.state.steps import StepState
+from aw_mcp.state.world import WorldState
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,20 @@ class ObservationGenerator:
         max_tokens: int,
         progress: ProgressCallback | None = None,
     ) -> tuple[ToolAnswer, GenerationStats]:
+        answer, stats, _ = await self.generate_step(episode, served, messages, max_tokens, progress)
+        return answer, stats
+
+    async def generate_step(
+        self,
+        episode: Episode,
+        served: ServedTool,
+        messages: list[ChatMessage],
+        max_tokens: int,
+        progress: ProgressCallback | None = None,
+        state: WorldState | None = None,
+    ) -> tuple[ToolAnswer, GenerationStats, StepState | None]:
+        """:meth:`generate`; with ``state`` (a profile that keeps state), the blocks the model
+        wrote before the observation are read against it and taken off the answer."""
         domain, spec = served.domain, served.spec
         schema = spec.model_output_schema
         # A world condition (a read-only disk, a site that is down) may change the answer's
@@ -70,14 +87,18 @@ class ObservationGenerator:
             )
             result = await generate_with_progress(self.engine, request, progress)
             text = self.profile.extract_observation(result.text)
+            step = None
+            if state is not None:
+                read = read_step(text, state)
+                text, step = read.answer.strip("\n"), read.step
             if schema is None:
                 answer = ToolAnswer(text=text, structured=spec.structured_answer(text))
-                return answer, result.stats
+                return answer, result.stats, step
             value, last_problem = parse_structured(text, schema)
             if value is not None:
                 structured = spec.structured_around(value)
                 answer = ToolAnswer(text=spec.answer_text(structured), structured=structured)
-                return answer, result.stats
+                return answer, result.stats, step
             log.warning(
                 "output of %s broke its outputSchema (attempt %d/%d): %s",
                 served.public_name,

@@ -13,6 +13,7 @@ from aw_mcp.engines.counters import GenerationStats
 from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.records.calls import CallRecord, ObservationSource
+from aw_mcp.state.steps import StepState
 
 
 class PendingRecord:
@@ -37,6 +38,8 @@ class PendingRecord:
         answer: ToolAnswer,
         source: ObservationSource,
         stats: GenerationStats | None = None,
+        state: StepState | None = None,
+        view: str | None = None,
     ) -> CallRecord:
         episode = self.episode
         record = CallRecord(
@@ -57,6 +60,8 @@ class PendingRecord:
             seconds=round(time.time() - self.started, 4),
             episode_started_at=episode.started_at,
             client=self.client,
+            state=state,
+            view=view,
         )
         self.store.record(episode, record)
         return record

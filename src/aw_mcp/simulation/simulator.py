@@ -32,6 +32,8 @@ from aw_mcp.simulation.read_repeats import ReadRepeats
 from aw_mcp.simulation.recording import PendingRecord
 from aw_mcp.simulation.restore import RecordRestorer
 from aw_mcp.simulation.settings import SimulationSettings
+from aw_mcp.simulation.state_keeping import StateKeeper
+from aw_mcp.state.steps import StepState
 
 if TYPE_CHECKING:
     from aw_mcp.simulation.grounding import GroundingIndex
@@ -66,7 +68,8 @@ class WorldSimulator:
         self.profile = profile = profile or PromptProfile()
         self.faults = FaultStep(faults or NoFaults())
         self.repeats = ReadRepeats(self.options.replay_read_only)
-        self.context = ContextFitter(engine, profile, grounding)
+        self.keeper = StateKeeper() if profile.keeps_state else None
+        self.context = ContextFitter(engine, profile, grounding, self.keeper)
         self.generator = ObservationGenerator(
             engine, profile, self.options.structured_retries, self.options
         )
@@ -128,9 +131,11 @@ class WorldSimulator:
                 return answer
             decision = self.faults.decide(episode, served, arguments)
             record.faults = [f.as_record() for f in decision.fired]
+            state = self.keeper.state_of(episode, served) if self.keeper else None
+            view = state.view(arguments) if state is not None else None
             try:
-                answer, source, stats = await self._answer(
-                    episode, served, action, decision, progress
+                answer, source, stats, step = await self._answer(
+                    episode, served, action, decision, progress, view
                 )
             except RpcFaultError as exc:
                 record.finish(ToolAnswer(text=exc.fault.message, is_error=True), "rpc-error")
@@ -149,7 +154,9 @@ class WorldSimulator:
                 record.finish(cancelled, "cancelled")
                 raise
             answer = self.faults.damage(decision, answer, served.public_name)
-            finished = record.finish(answer, source, stats)
+            if step is not None and self.keeper is not None:
+                step = self.keeper.absorb(episode, step)
+            finished = record.finish(answer, source, stats, step, view)
             if enters_history(source):
                 turn = Turn.of_record(finished, served.spec.name, bool(decision.transforms))
                 episode.add_turn(turn)
@@ -162,30 +169,32 @@ class WorldSimulator:
         action: ToolCall,
         decision: FaultDecision,
         progress: ProgressCallback | None,
-    ) -> tuple[ToolAnswer, ObservationSource, GenerationStats | None]:
+        view: str | None = None,
+    ) -> tuple[ToolAnswer, ObservationSource, GenerationStats | None, StepState | None]:
         """Who answers: a fault, else a recorded episode this one follows (serve --replay),
-        else the episode's own history (read-only replay), else the engine."""
+        else the episode's own history (read-only replay), else the engine. With a state
+        kept, the engine's answer comes with the step its blocks describe."""
         await self.faults.act(decision)
         if decision.answer is not None:
-            return decision.answer, "fault", None
+            return decision.answer, "fault", None, None
         arguments = action.arguments
         if self.recordings and (
             found := self.recordings.lookup(episode.records, served, arguments)
         ):
             answer, source = found
-            return answer, source, None
+            return answer, source, None, None
         # A call that asked the client is not repeated: the client may answer otherwise.
         if (
             not action.client
             and (repeated := self.repeats.lookup(episode, served, arguments)) is not None
         ):
-            return repeated, "replay", None
+            return repeated, "replay", None, None
         max_tokens = served.spec.simulation.max_tokens or served.domain.generation.max_tokens
-        messages = await self.context.fit(episode, served, action, max_tokens)
-        answer, stats = await self.generator.generate(
-            episode, served, messages, max_tokens, progress
+        messages = await self.context.fit(episode, served, action, max_tokens, view)
+        answer, stats, step = await self.generator.generate_step(
+            episode, served, messages, max_tokens, progress, episode.world_state
         )
-        return answer, "model", stats
+        return answer, "model", stats, step
 
     def end_episode(self, episode_id: str, reason: str) -> None:
         """End the episode ``episode_id`` in every domain; its next call begins a new one."""

@@ -144,3 +144,7 @@ class StepState(_Strict):
     cwd: str
     recall: Recall = Field(default_factory=Recall)
     change: list[ChangeOp] = Field(default_factory=list)
+    problems: list[str] = Field(
+        default_factory=list,
+        description="What of the model's blocks could not be read, or of its change applied.",
+    )

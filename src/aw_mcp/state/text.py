@@ -66,6 +66,7 @@ MAX_ENTRIES = 60  # a recalled folder's entries shown
 # A recall's lines: past this, files are given by their size only (a `grep -r` over a tree).
 RECALL_LINES = 160
 NO_FINAL_NEWLINE = "\\"
+EMPTY = "(empty)"  # a recalled text file with no content at all
 _SIZE = re.compile(r"^\((\d+) bytes\)$")
 _NUMBERED = re.compile(r"^(\d+)\|(.*)$")
 
@@ -157,23 +158,27 @@ def _git_line(facts: GitFacts, cwd: str) -> list[str]:
     ]
 
 
-def render_recall(recall: Recall, cwd: str) -> str:
-    """The ``<recall>`` block ('' when the call read nothing of the world)."""
+def render_recall(recall: Recall, cwd: str, compact: bool = False) -> str:
+    """The ``<recall>`` block ('' when the call read nothing of the world). ``compact``: the
+    world model's form, which names what was read and leaves its content to the state shown
+    next to the call (no file lines, folder entries or status lines)."""
     if recall.empty:
         return ""
     lines = [RECALL_OPEN]
     for path, state in sorted(recall.paths.items()):
         shown = relative(path, cwd)
         if state.kind == "file":
-            content = _content_lines(state.content, numbered=True) if state.content else []
+            if state.content is None or compact:
+                size = None if state.content is not None else state.size
+                lines.append(f"file {shown}" + (f" ({size} bytes)" if size is not None else ""))
+                continue
+            content = _content_lines(state.content, numbered=True) or [EMPTY]
             if len(lines) + len(content) > RECALL_LINES:
-                size = len(state.content.encode()) if state.content is not None else state.size
-                lines.append(_file_head("file", shown, None, size))
+                lines.append(f"file {shown} ({len(state.content.encode())} bytes)")
             else:
-                lines.append(_file_head("file", shown, state.content, state.size))
-                lines += content
+                lines += [f"file {shown}", *content]
         elif state.kind == "dir":
-            entries = state.entries or []
+            entries = [] if compact else state.entries or []
             lines.append(f"dir {shown}")
             lines += [f"|{e}" for e in entries[:MAX_ENTRIES]]
             if len(entries) > MAX_ENTRIES:
@@ -183,7 +188,8 @@ def render_recall(recall: Recall, cwd: str) -> str:
         else:
             lines.append(f"missing {shown}")
     for facts in recall.git:
-        lines += _git_line(facts, cwd)
+        git = _git_line(facts, cwd)
+        lines += git[:1] if compact else git
     lines.append(RECALL_CLOSE)
     return "\n".join(lines)
 
@@ -212,16 +218,18 @@ def render_change(change: list[ChangeOp], cwd: str) -> str:
         elif isinstance(op, Mode):
             lines.append(f"mode {relative(op.path, cwd)} {op.mode}")
         elif isinstance(op, ChangeDir):
-            lines.append(f"cd {quote(op.path)}")
+            lines.append(f"cd {relative(op.path, cwd)}")
         else:
             lines += _git_line(op.facts, cwd)
     lines.append(CHANGE_CLOSE)
     return "\n".join(lines)
 
 
-def render_step(step: StepState) -> str:
-    """Both blocks, each on its lines ('' for a step that read and changed nothing)."""
-    blocks = [render_recall(step.recall, step.cwd), render_change(step.change, step.cwd)]
+def render_step(step: StepState, compact: bool = False) -> str:
+    """Both blocks, each on its lines ('' for a step that read and changed nothing);
+    ``compact``: the world model's form (``render_recall``)."""
+    recall = render_recall(step.recall, step.cwd, compact)
+    blocks = [recall, render_change(step.change, step.cwd)]
     return "\n".join(b for b in blocks if b)
 
 
@@ -275,7 +283,7 @@ def _groups(lines: list[str]) -> list[tuple[str, list[str]]]:
     for line in lines:
         is_content = (
             line.startswith("|")
-            or line in ("...", NO_FINAL_NEWLINE)
+            or line in ("...", NO_FINAL_NEWLINE, EMPTY)
             or bool(_NUMBERED.match(line))
             or line.startswith("... ")
         )
@@ -307,6 +315,8 @@ def _recall_entry(
     line: str, body: list[str], cwd: str, paths: dict[str, PathState], git: list[GitFacts]
 ) -> None:
     word, _, rest = line.partition(" ")
+    if word not in _RECALL_WORDS:
+        raise ValueError(f"unknown recall line {word!r}")
     if word == "git":
         git.append(_git_facts(_git_words(line), cwd, body))
         return
@@ -325,20 +335,30 @@ def _recall_entry(
         size = _SIZE.match(" ".join(words[1:]))
         if size:
             paths[path] = PathState(kind="file", size=int(size.group(1)))
-        else:
+        elif body == [EMPTY]:
+            paths[path] = PathState(kind="file", content="")
+        elif body:
             content, _ = _content(body, numbered=True)
             paths[path] = PathState(kind="file", content=content)
+        else:  # named only (the compact form)
+            paths[path] = PathState(kind="file")
     elif word == "dir":
         entries = [e[1:] for e in body if e.startswith("|")]
-        paths[path] = PathState(kind="dir", entries=entries)
+        paths[path] = PathState(kind="dir", entries=entries or None)
     elif word == "missing":
         paths[path] = PathState(kind="missing")
     else:
         raise ValueError(f"unknown recall line {word!r}")
 
 
+_CHANGE_WORDS = {"git", "ln", "cd", "write", "append", "rm", "mkdir", "mv", "cp", "mode"}
+_RECALL_WORDS = {"git", "link", "file", "dir", "missing"}
+
+
 def _change_op(line: str, body: list[str], cwd: str) -> ChangeOp:
     word, _, rest = line.partition(" ")
+    if word not in _CHANGE_WORDS:
+        raise ValueError(f"unknown change line {word!r}")
     if word == "git":
         return GitChange(facts=_git_facts(_git_words(line), cwd, body))
     if word == "ln":

@@ -29,8 +29,13 @@ from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.errors import UserInputError
 from aw_mcp.records.calls import Turn
 from aw_mcp.records.reader import RecordedEpisode
+from aw_mcp.state.world import WorldState
 
 log = logging.getLogger(__name__)
+
+# Keeping state: a long episode is also trained from every WINDOW_STEPS-th step on, its
+# earlier steps told as the state they left.
+WINDOW_STEPS = 10
 
 
 class RenderError(UserInputError):
@@ -108,10 +113,17 @@ class RenderedEpisode:
 
 
 def render_episode(
-    turns: list[Turn], context: DomainContext, profile: PromptProfile, renderer: ChatRenderer
+    turns: list[Turn],
+    context: DomainContext,
+    profile: PromptProfile,
+    renderer: ChatRenderer,
+    omitted: int = 0,
+    state_summary: str | None = None,
 ) -> RenderedEpisode:
-    """Segments of one episode: the prompt of each step, then its observation as a target."""
-    if not turns:
+    """Segments of one episode: the prompt of each step, then its answer as a target (the
+    observation; keeping state, the step's blocks before it). ``omitted``: the oldest turns
+    are cut from the prompt, told as ``state_summary`` (a window of a long episode)."""
+    if len(turns) <= omitted:
         raise RenderError("the episode has no call that reached the world")
 
     def prompt(k: int, current: ToolCall) -> str:
@@ -121,10 +133,12 @@ def render_episode(
             context.domain.tools,
             context.world,
             turns[:k],
-            0,
+            omitted,
             current,
             turns[k].index if k < len(turns) else turns[-1].index + 1,
             turns[k].conditions if k < len(turns) else [],
+            current_view=turns[k].view if k < len(turns) else None,
+            state_summary=state_summary,
         )
         return renderer.render(messages)
 
@@ -134,8 +148,10 @@ def render_episode(
     rendered = RenderedEpisode()
     position = 0
     for k, turn in enumerate(turns):
+        if k < omitted:
+            continue
         start = len(prompt(k, turn.action))
-        observation = profile.observation_message(turn.observation)
+        observation = profile.turn_answer(turn.observation, turn.state)
         if full[start : start + len(observation)] != observation or start < position:
             raise RenderError(
                 f"step {turn.index}: the rendered prompt does not continue the previous one "
@@ -177,6 +193,25 @@ def tokenize_episode(
     return TrainingExample(episode, ids[:kept], targets[:kept], steps)
 
 
+def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[str]]:
+    """The turns with the view each call would have had next to it (the state kept from the
+    world's facts through every earlier turn's change, as the server keeps it), and the
+    summary of the state after each turn (for windows). Turns keep a view they were served
+    with. A world that names no working directory keeps no state: the turns as they were."""
+    state = WorldState.from_facts(world.facts)
+    if state is None:
+        return turns, []
+    viewed: list[Turn] = []
+    summaries: list[str] = []
+    for turn in turns:
+        view = turn.view if turn.view is not None else state.view(turn.action.arguments)
+        viewed.append(turn.model_copy(update={"view": view}))
+        if turn.state is not None:
+            state.apply(turn.state.change)
+        summaries.append(state.summary())
+    return viewed, summaries
+
+
 def build_examples(
     episodes: list[RecordedEpisode],
     contexts: dict[str, DomainContext],
@@ -184,10 +219,13 @@ def build_examples(
     fmt: ServingFormat,
     max_tokens: int,
     worlds: dict[str, WorldSpec] | None = None,
+    window: int = WINDOW_STEPS,
 ) -> list[TrainingExample]:
     """Every episode whose domain is known, rendered and tokenized; the rest are reported.
     ``worlds``: the world an episode ran in, by episode id, layered on its domain's (as a
-    client's ``_meta`` world is when it is served)."""
+    client's ``_meta`` world is when it is served). Keeping state, an episode longer than
+    ``window`` steps is also trained from every ``window``-th step on, its earlier steps
+    told as the state they left (as the server cuts history that no longer fits)."""
     examples: list[TrainingExample] = []
     skipped: Counter[str] = Counter()
     worlds = worlds or {}
@@ -198,12 +236,20 @@ def build_examples(
             continue
         if (own := worlds.get(episode.episode)) is not None:
             context = DomainContext(domain=context.domain, world=context.world.merged(own))
-        rendered = render_episode(episode.turns(), context, profile, fmt.renderer)
-        example = tokenize_episode(episode.episode, rendered, fmt, max_tokens)
-        if example is None:
-            skipped["first step longer than the longest sequence allowed"] += 1
-            continue
-        examples.append(example)
+        turns = episode.turns()
+        starts: list[tuple[int, str | None]] = [(0, None)]
+        if profile.keeps_state:
+            turns, summaries = with_views(turns, context.world)
+            if summaries:
+                starts += [(k, summaries[k - 1]) for k in range(window, len(turns), window)]
+        for omitted, summary in starts:
+            rendered = render_episode(turns, context, profile, fmt.renderer, omitted, summary)
+            name = episode.episode if not omitted else f"{episode.episode}@{omitted}"
+            example = tokenize_episode(name, rendered, fmt, max_tokens)
+            if example is None:
+                skipped["first step longer than the longest sequence allowed"] += 1
+                continue
+            examples.append(example)
     for why, count in skipped.items():
         log.warning("skipped %d episode(s): %s", count, why)
     return examples

@@ -62,6 +62,14 @@ class TerminalSource:
             "of a few kinds; a wrong name lists the split's templates)",
         )
         parser.add_argument(
+            "--script",
+            choices=["templates", "state"],
+            default="templates",
+            help="templates: the script templates (5-12 commands of one kind); state: long "
+            "sessions (20-40 commands) that make, move, edit, commit and read back what they "
+            "did, text tools over what they wrote (use with --worlds varied)",
+        )
+        parser.add_argument(
             "--no-state",
             dest="state",
             action="store_false",
@@ -88,6 +96,7 @@ class TerminalSource:
             args.templates,
             args.fault_tail,
             args.state,
+            args.script,
         )
 
 
