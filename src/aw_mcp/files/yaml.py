@@ -147,10 +147,18 @@ class _BlockDumper(yaml.SafeDumper):
     """Multi-line strings (file contents in world facts and notes) as readable ``|`` blocks."""
 
 
+def _string_style(text: str) -> str | None:
+    # PyYAML writes U+0085 (NEL) raw in block and single-quoted strings, where reading it back
+    # takes it for a line break: only a double-quoted string (which escapes it) keeps it.
+    if "\x85" in text:
+        return '"'
+    return "|" if "\n" in text else None
+
+
 _BlockDumper.add_representer(
     str,
     lambda dumper, text: dumper.represent_scalar(
-        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+        "tag:yaml.org,2002:str", text, style=_string_style(text)
     ),
 )
 
