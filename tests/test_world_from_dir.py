@@ -524,6 +524,20 @@ def test_bad_options_are_refused_with_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert "--max-files" in err
 
 
+def test_a_world_too_large_for_the_default_context_window_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    project = make_dir(tmp_path / "p", {f"f{i:02}.txt": "word " * 200 for i in range(30)})
+    code, _, err = run_cli(["world", "from-dir", str(project)], capsys)
+    assert code == 0
+    assert "warning" not in err  # the default limits fit serve's default --n-ctx
+    big = ["--max-total-bytes", "100000"]
+    code, _, err = run_cli(["world", "from-dir", str(project), *big], capsys)
+    assert code == 0
+    assert "aw-mcp: warning: the world's facts are about" in err
+    assert "serve it with a larger --n-ctx" in err
+
+
 @needs_git
 def test_this_repository_copies_its_readme_and_its_git_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
