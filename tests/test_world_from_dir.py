@@ -368,7 +368,9 @@ def make_repo(root: Path) -> Path:
     for subject in ("Second", "Third"):
         (repo / "app.py").write_text(f"print('{subject}')\n")
         git(repo, "commit", "-q", "-am", subject)
-    make_dir(repo, {"server.log": "l\n", "out/result.txt": "r\n", "new.txt": "n\n"})
+    make_dir(
+        repo, {"server.log": "l\n", "out/result.txt": "r\n", "new.txt": "n\n", "café.txt": "c"}
+    )
     (repo / "app.py").write_text("print('changed')\n")
     return repo
 
@@ -384,12 +386,12 @@ def test_a_git_repository_gives_branch_commits_working_tree_and_user(
         "branch": "trunk",
         "commits": ["First", "Second", "Third"],
         "commit_count": 3,
-        "working_tree": [" M app.py", "?? new.txt"],
+        "working_tree": [" M app.py", "?? café.txt", "?? new.txt"],
         "user": "Ada Lovelace <ada@example.com>",
     }
     # ignored by git: listed, not copied; .git is never listed
     assert got["tree"] == {"out/": IGNORED, "server.log": IGNORED}
-    assert set(got["files"]) == {".gitignore", "app.py", "new.txt"}
+    assert set(got["files"]) == {".gitignore", "app.py", "café.txt", "new.txt"}
     assert not any(".git/" in path or path == ".git" for path in [*got["files"], *got["tree"]])
     assert facts(repo, max_commits=2)["git"]["commits"] == ["Second", "Third"]
 

@@ -435,9 +435,12 @@ class _Git:
         environment = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
         environment.pop("GIT_DIR", None)  # the directory's own repository, whoever runs this
         environment.pop("GIT_WORK_TREE", None)
+        # --no-optional-locks: git status writes no refreshed index back; core.quotepath=off:
+        # paths as they are, not as octal escapes
+        options = ["--no-optional-locks", "-c", "core.quotepath=off", "-C", str(self.root)]
         try:
             done = subprocess.run(
-                [self.executable, "--no-optional-locks", "-C", str(self.root), *args],
+                [self.executable, *options, *args],
                 capture_output=True,
                 env=environment,
                 timeout=60,
