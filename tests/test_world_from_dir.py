@@ -211,10 +211,20 @@ def test_unreadable_files_and_special_files_are_listed_not_a_crash(
             raise PermissionError(13, "Permission denied", str(self))
         return real_open(self, *args, **kwargs)
 
+    (project / "locked-dir").mkdir()
+    real_scandir = os.scandir
+
+    def scandir_refusing_locked(path: Any) -> Any:
+        if Path(path).name == "locked-dir":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
     monkeypatch.setattr(Path, "open", open_refusing_locked)
+    monkeypatch.setattr(module.os, "scandir", scandir_refusing_locked)
     got = facts(project)
     assert got["files"] == {"ok.txt": "yes\n"}
     assert got["tree"] == {
+        "locked-dir/": "left out: cannot be read (Permission denied)",
         "locked.txt": "left out: cannot be read (Permission denied)",
         "pipe": "left out: not a regular file",
     }

@@ -321,7 +321,7 @@ def _content(path: Path, size: int, options: FromDirOptions) -> str | _Note:
         with path.open("rb") as handle:
             data = handle.read(max(limit, SNIFF_BYTES) + 1)
     except OSError as exc:
-        return _Note(f"left out: cannot be read ({exc.strerror or exc})")
+        return _Note(_unreadable(exc))
     if len(data) > limit:
         why = "binary" if _binary(data[:SNIFF_BYTES], partial=True) else "over the size limit"
         return _Note(f"{max(size, len(data))} bytes ({why})")
@@ -331,6 +331,10 @@ def _content(path: Path, size: int, options: FromDirOptions) -> str | _Note:
     if not options.include_secrets and SECRET_CONTENT.search(text):
         return _Note(SECRET)
     return text
+
+
+def _unreadable(exc: OSError) -> str:
+    return f"left out: cannot be read ({exc.strerror or exc})"
 
 
 def _binary(data: bytes, partial: bool) -> bool:
@@ -364,7 +368,9 @@ class _Walk:
             with os.scandir(folder) as listing:
                 children = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            self.entries.append(_Entry(f"{rel}/", f"left out: cannot be read ({exc.strerror})"))
+            if not rel:
+                raise UserInputError(f"{folder}: cannot read this directory") from None
+            self.entries.append(_Entry(f"{rel}/", _unreadable(exc)))
             return
         children = [c for c in children if c.name != ".git"]  # the git fact tells of it
         if rel:
@@ -385,7 +391,7 @@ class _Walk:
             is_file = child.is_file(follow_symlinks=False)
             size = child.stat(follow_symlinks=False).st_size
         except OSError as exc:
-            self.entries.append(_Entry(path, f"left out: cannot be read ({exc.strerror})"))
+            self.entries.append(_Entry(path, _unreadable(exc)))
             return
         listed = f"{path}/" if is_folder else path
         if reason := self._left_out(path, child.name, is_folder):
