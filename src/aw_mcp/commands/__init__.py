@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "train",
     "adapters",
     "models",
+    "world",
 ]
 
 

@@ -141,3 +141,29 @@ def read_data_file(path: Path | str) -> str:
 
 def load_yaml_file(path: Path | str, model: type[ModelT]) -> ModelT:
     return parse_yaml_text(read_data_file(path), model, path)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (file contents in world facts and notes) as readable ``|`` blocks."""
+
+
+def _string_style(text: str) -> str | None:
+    # PyYAML writes U+0085 (NEL) raw in block and single-quoted strings, where reading it back
+    # takes it for a line break: only a double-quoted string (which escapes it) keeps it.
+    if "\x85" in text:
+        return '"'
+    return "|" if "\n" in text else None
+
+
+_BlockDumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style=_string_style(text)
+    ),
+)
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as YAML a person can read: keys in their order, multi-line strings as ``|``
+    blocks (PyYAML falls back to a quoted string where a block cannot hold the text)."""
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)

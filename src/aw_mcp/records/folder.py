@@ -12,24 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from aw_mcp.domain.loader import world_file_text
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.records.reader import RecordedEpisode, load_record_dir
 
 CAPTURES_FOLDER = "tools"  # aw-mcp record keeps the real server's tools/list here
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (file contents in notes) as readable ``|`` blocks."""
-
-
-_BlockDumper.add_representer(
-    str,
-    lambda dumper, text: dumper.represent_scalar(
-        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
-    ),
-)
 
 
 def recorded_date_fact(directory: Path) -> str:
@@ -47,15 +34,9 @@ def recorded_date_fact(directory: Path) -> str:
 def write_world_file(
     path: Path, world: dict[str, Any], what: str, simulator: str, serve: str | None = None
 ) -> None:
-    """``world`` as YAML with a header naming what it describes and how to serve it
-    (``serve``: the flags that pick the domain, default ``--simulator <simulator>``)."""
-    header = (
-        f"# World facts of the {what}.\n"
-        f"# Pass with: aw-mcp serve {serve or f'--simulator {simulator}'} --world THIS_FILE\n"
-    )
-    text = yaml.dump(world, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+    """``world`` as a world file (:func:`world_file_text`) at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + text, encoding="utf-8")
+    path.write_text(world_file_text(world, what, serve or f"--simulator {simulator}"), "utf-8")
 
 
 # Per-episode worlds (generated episodes that each ran in a machine of their own): the world
