@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import random
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class _Notes:
     """What the script knows it made (paths absolute), to pick its next command."""
 
     cwd: str
+    floor: str  # `cd ..` goes no higher (a `find .` from / would walk the whole machine)
     files: dict[str, list[str] | None] = field(default_factory=dict)  # None: content unknown
     dirs: set[str] = field(default_factory=set)
     repository: str | None = None
@@ -132,9 +134,9 @@ def _edit(rng: random.Random, notes: _Notes, split: Split) -> str | None:
     path = rng.choice(files)
     lines = notes.files[path] or []
     form = rng.randrange(4)
-    if form == 0:
-        old = rng.choice(lines).split(",")[0].split()[0]
-        new = rng.choice(WORDS)
+    plain = [w for w in re.split(r"[\s,]+", " ".join(lines)) if re.fullmatch(r"\w+", w)]
+    if form == 0 and plain:
+        old, new = rng.choice(plain), rng.choice(WORDS)
         notes.files[path] = None
         return f"sed -i 's/{old}/{new}/' {notes.rel(path)}"
     if form == 1 and len(lines) > 1:
@@ -190,8 +192,9 @@ def _change_dir(rng: random.Random, notes: _Notes, split: Split) -> str | None:
         shown = notes.rel(target)
         notes.cwd = target
         return f"cd {shown}"
-    if rng.random() < 0.5 and notes.cwd != "/":
-        notes.cwd = posixpath.dirname(notes.cwd)
+    up = posixpath.dirname(notes.cwd)
+    if rng.random() < 0.5 and up.startswith(notes.floor):
+        notes.cwd = up
         return "cd .."
     return "pwd"
 
@@ -287,7 +290,9 @@ _MOVES: list[tuple[Move, float]] = [
 def state_session(split: Split, rng: random.Random, world: SandboxWorld) -> list[str]:
     """The commands of one session in ``world``: MIN_LENGTH to MAX_LENGTH of them, starting
     with a look around, each read-back over what the session made or the world held."""
-    notes = _Notes(cwd=world.working_directory)
+    top = posixpath.dirname(world.working_directory)
+    floor = world.working_directory if top in ("/", "/home", "/srv") else top
+    notes = _Notes(cwd=world.working_directory, floor=floor)
     for name, content in world.built_files().items():
         notes.files[notes.here(name)] = content.splitlines()
         parent = posixpath.dirname(notes.here(name))

@@ -532,7 +532,7 @@ def change_of(
         elif entry.kind == "file":
             ops.append(_write(path, entry))
         if entry.kind != "link" and entry.mode != _DEFAULT_MODES[entry.kind]:
-            ops.append(Mode(path=path, mode=f"{entry.mode:o}"))
+            ops.append(Mode(path=path, mode=f"{entry.mode:03o}"))
     for path in sorted(set(old) & set(new)):
         was, now = old[path], new[path]
         if was.kind != now.kind or (now.kind == "link" and was.target != now.target):
@@ -544,7 +544,7 @@ def change_of(
             else:
                 ops.append(_write(path, now))
         if was.mode != now.mode and now.kind != "link":
-            ops.append(Mode(path=path, mode=f"{now.mode:o}"))
+            ops.append(Mode(path=path, mode=f"{now.mode:03o}"))
     for repository in sorted(set(git_before) | set(git_after)):
         facts = git_after.get(repository)
         if facts is None:
