@@ -369,3 +369,47 @@ def test_values_no_simulator_can_know_are_masked_beside_the_raw_scores(tmp_path,
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith("| browser_close |"))
     assert row.endswith("| - / - / - | - / - / - |")  # the masked columns: not applicable
+
+
+def test_state_accuracy_compares_the_models_recall_and_change_with_the_sandboxs(tmp_path, capsys):
+    from aw_mcp.state.steps import Append, PathState, Recall, StepState, Write
+
+    p = "/home/dev/project"
+    read = StepState(
+        cwd=p, recall=Recall(paths={f"{p}/a.txt": PathState(kind="file", content="x\n")})
+    )
+    append = StepState(cwd=p, change=[Append(path=f"{p}/a.txt", text="y\n")])
+    nothing = StepState(cwd=p)
+    rows = episode_samples(
+        "terminal",
+        "s",
+        [
+            ("run_command", {"command": "cat a.txt"}, "x\n[exit code: 0]"),
+            ("run_command", {"command": "echo y >> a.txt"}, "[exit code: 0]"),
+            ("run_command", {"command": "echo y >> a.txt"}, "[exit code: 0]"),
+            ("run_command", {"command": "echo hi"}, "hi\n[exit code: 0]"),
+            ("run_command", {"command": "pwd"}, f"{p}\n[exit code: 0]"),
+        ],
+        ["x", "", "", "hi", p],
+    )
+    said_read = StepState(cwd=p, recall=Recall(paths={f"{p}/a.txt": PathState(kind="file")}))
+    wrong_write = StepState(cwd=p, change=[Write(path=f"{p}/a.txt", content="y\n")])
+    pairs = [(read, said_read), (append, append), (append, wrong_write), (nothing, None)]
+    for row, (real, said) in zip(rows, pairs, strict=False):
+        row["state_real"] = real.model_dump(mode="json")
+        row["state_gen"] = said.model_dump(mode="json") if said else None
+    # the last row has no real state (a record made without --state): not counted
+    report = _score_json(tmp_path, capsys, rows)
+    state = report["state"]["terminal"]
+    assert report["state"]["(all)"] == state  # one domain: the same tally
+    assert (state["n"], state["step"], state["recall"], state["change"]) == (4, 0.75, 1.0, 0.75)
+    assert (state["changing_n"], state["change_on_changing"]) == (2, 0.5)
+    path = tmp_path / "p.jsonl"
+    write_jsonl(path, rows)
+    assert main(["eval", "score", "--predictions", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert (
+        "### state accuracy" in table
+        and "| terminal | 4 | 75.0 | 100.0 | 75.0 | 2 | 50.0 |" in table
+    )
+    assert "state" not in _score_json(tmp_path, capsys, TERMINAL)

@@ -30,6 +30,7 @@ from aw_mcp.records.reader import RecordedEpisode
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import WORLD_META_KEY, episode_meta
 from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.state.steps import StepState
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +109,14 @@ class ClosedLoop:
         return served
 
     def rows(
-        self, episode: RecordedEpisode, outputs: list[tuple[str, ObservationSource, str | None]]
+        self,
+        episode: RecordedEpisode,
+        outputs: list[tuple[str, ObservationSource, str | None]],
+        states: list[StepState | None] | None = None,
     ) -> list[dict[str, Any]]:
-        """One row per replayed call; ``outputs`` holds (gen, source, error) per call."""
+        """One row per replayed call; ``outputs`` holds (gen, source, error) per call,
+        ``states`` what the model wrote each call read and changed (a profile keeping
+        state): beside the real step, when the record has one (state accuracy)."""
         calls = replayed_calls(episode)
         profile = self.simulator.profile
         served = [self.served(r.tool) for r in calls]
@@ -142,6 +148,10 @@ class ClosedLoop:
             }
             if record.conditions:  # scored as a world fault (scoring.world_conditions)
                 row["conditions"] = record.conditions
+            if record.state is not None:  # scored as state accuracy (evaluation.state_accuracy)
+                row["state_real"] = record.state.model_dump(mode="json")
+                said = states[turn - 1] if states else None
+                row["state_gen"] = said.model_dump(mode="json") if said is not None else None
             if error:
                 row["error"] = error
             rows.append(row)
@@ -167,7 +177,7 @@ class ClosedLoop:
         for text, record in zip(texts, live, strict=True):
             failed = record.source in FAILED_SOURCES
             outputs.append((text, record.source, record.observation if failed else None))
-        return self.rows(episode, outputs)
+        return self.rows(episode, outputs, [record.state for record in live])
 
     async def run(self, episodes: list[RecordedEpisode], output_dir: Path) -> PredictionsFile:
         self.check(episodes)

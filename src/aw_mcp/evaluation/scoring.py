@@ -20,6 +20,7 @@ from typing import Any
 from aw_mcp.evaluation.judge import DIMENSIONS, Verdict, normalized
 from aw_mcp.evaluation.metrics import SampleMetrics, exit_code, measure
 from aw_mcp.evaluation.samples import BenchSample
+from aw_mcp.evaluation.state_accuracy import StateTally, steps_of
 
 SYSTEMS = ("model", "empty", "previous")
 ALL = "(all)"
@@ -180,7 +181,11 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
     overall = Group()
     domains: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
     under_condition = {s: ConditionTally() for s in SYSTEMS}
+    state: dict[str, StateTally] = defaultdict(StateTally)  # domain -> tally (the model's)
     for sample in samples:
+        if (steps := steps_of(sample.extra)) is not None:
+            for key in (sample.domain, ALL):
+                state[key].add(*steps)
         reference = sample.reference()
         conditions = sample.extra.get("conditions")
         messages = condition_messages(conditions) if isinstance(conditions, list) else []
@@ -219,6 +224,8 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
     }
     if any(t.real_shows or t.real_silent for t in under_condition.values()):
         report["world_conditions"] = {s: t.summary() for s, t in under_condition.items()}
+    if state:
+        report["state"] = {key: tally.summary() for key, tally in sorted(state.items())}
     return report
 
 
@@ -287,6 +294,22 @@ def render(report: dict[str, Any]) -> str:
             *(
                 f"| {s} | {_cell(c['shown'], 'pct')} | {_cell(c['false_alarm'], 'pct')} |"
                 for s, c in conditions.items()
+            ),
+            "",
+        ]
+    if state := report.get("state"):
+        lines += [
+            "### state accuracy (the model's recall and change against the sandbox's)",
+            "Per step with a real state: recall = the same paths read, each as the same kind; "
+            "change = the same ops, whole, in any order; step = both. A model that keeps no "
+            "state counts as saying nothing.",
+            "| world | steps | step % | recall % | change % | changing steps | change % there |",
+            "|---|---|---|---|---|---|---|",
+            *(
+                f"| {key} | {t['n']} | {_cell(t['step'], 'pct')} | {_cell(t['recall'], 'pct')} "
+                f"| {_cell(t['change'], 'pct')} | {t['changing_n']} "
+                f"| {_cell(t['change_on_changing'], 'pct')} |"
+                for key, t in state.items()
             ),
             "",
         ]
