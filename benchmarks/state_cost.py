@@ -1,0 +1,117 @@
+"""What keeping state costs per call: today's default against a model that keeps state.
+
+Replays the commands of recorded sessions (by default the held-out state sessions a
+``generate terminal --script state --split heldout`` writes) through ``aw-mcp serve`` over
+stdio twice, side by side in one run: as plain ``serve`` answers them (the bundled adapter,
+its profile), and with ``--lora ADAPTER --profile small-state`` (the state shown next to each
+call, the model's recall and change before each answer). Each server records its calls
+(``--record-dir``); per call: prompt tokens, prompt tokens actually evaluated (the rest came
+from the KV cache), tokens generated, and seconds as the client saw them. Printed at steps 1,
+10 and 30 of a session (the median over sessions long enough), and the ratio new / default.
+
+    python benchmarks/state_cost.py --records DIR --adapter ADAPTER.gguf [--sessions 3]
+
+Each session runs in the world it was recorded in (its ``worlds/`` file, passed in the
+call's ``_meta`` as a client would), so the state the new server keeps starts where the
+recorded one did. Measured numbers go in the lab notes of the run they measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import RequestParamsMeta
+
+from aw_mcp.records.folder import episode_worlds
+from aw_mcp.records.reader import RecordedEpisode, load_record_dir
+from aw_mcp.server.episode_identity import EPISODE_META_KEY, WORLD_META_KEY
+
+STEPS = (1, 10, 30)
+
+
+async def replay(
+    episodes: list[RecordedEpisode],
+    worlds: dict[str, Any],
+    extra: list[str],
+    record_dir: Path,
+) -> dict[str, list[float]]:
+    """Client seconds per call, keyed by episode (the server records the rest)."""
+    args = ["-m", "aw_mcp", "serve", "--simulator", "terminal", "--threads", "1"]
+    args += ["--record-dir", str(record_dir), *extra]
+    env = {k: v for k, v in os.environ.items() if k != "AW_MCP_MODEL"}
+    params = StdioServerParameters(
+        command=sys.executable, args=args, env={**env, "AW_MCP_LOG_LEVEL": "WARNING"}
+    )
+    seconds: dict[str, list[float]] = {}
+    async with Client(params) as client:
+        await client.list_tools()
+        for episode in episodes:
+            meta: dict[str, Any] = {EPISODE_META_KEY: episode.episode}
+            if (world := worlds.get(episode.episode)) is not None:
+                meta[WORLD_META_KEY] = world.model_dump(mode="json")
+            times = seconds.setdefault(episode.episode, [])
+            for record in episode.records:
+                started = time.perf_counter()
+                await client.call_tool(
+                    record.tool, record.arguments, meta=cast(RequestParamsMeta, meta)
+                )
+                times.append(time.perf_counter() - started)
+    return seconds
+
+
+def per_step(record_dir: Path, seconds: dict[str, list[float]]) -> dict[int, dict[str, float]]:
+    """Medians at each of STEPS over the sessions that reached it."""
+    rows: dict[int, dict[str, list[float]]] = {s: {} for s in STEPS}
+    for episode in load_record_dir(record_dir):
+        for record in episode.records:
+            if record.index not in rows or record.stats is None:
+                continue
+            at = rows[record.index]
+            at.setdefault("prompt", []).append(record.stats.prompt_tokens)
+            at.setdefault("evaluated", []).append(record.stats.evaluated_prompt_tokens)
+            at.setdefault("generated", []).append(record.stats.completion_tokens)
+            at.setdefault("seconds", []).append(seconds[episode.episode][record.index - 1])
+    return {s: {k: statistics.median(v) for k, v in cols.items()} for s, cols in rows.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=Path, required=True, help="recorded sessions")
+    parser.add_argument("--adapter", type=Path, required=True, help="the state-keeping LoRA")
+    parser.add_argument("--sessions", type=int, default=3)
+    args = parser.parse_args()
+    episodes = sorted(load_record_dir(args.records), key=lambda e: -len(e.records))
+    episodes = episodes[: args.sessions]
+    worlds = episode_worlds(args.records)
+    systems = {
+        "default": [],
+        "state": ["--lora", str(args.adapter), "--profile", "small-state"],
+    }
+    results = {}
+    for name, extra in systems.items():
+        with tempfile.TemporaryDirectory() as folder:
+            seconds = anyio.run(replay, episodes, worlds, extra, Path(folder))
+            results[name] = per_step(Path(folder), seconds)
+    print(f"{len(episodes)} sessions of {[len(e.records) for e in episodes]} calls")
+    print("step | metric | default | state | state / default")
+    for step in STEPS:
+        for metric in ("prompt", "evaluated", "generated", "seconds"):
+            old = results["default"][step].get(metric)
+            new = results["state"][step].get(metric)
+            if old is None or new is None:
+                continue
+            ratio = f"{new / old:.2f}x" if old else "-"
+            print(f"{step} | {metric} | {old:.2f} | {new:.2f} | {ratio}")
+
+
+if __name__ == "__main__":
+    main()
