@@ -172,13 +172,12 @@ def test_a_bad_line_is_a_problem_and_the_rest_still_reads(block, problem):
         assert parsed.step.change == [Write(path=f"{CWD}/ok.txt", content="fine\n")]
 
 
-def test_an_unclosed_block_takes_the_rest_and_says_so():
-    parsed = parse_step("<change>\nrm a\nanswer text", CWD)
-    assert parsed.problems[0] == "<change> is never closed"
-    assert "unknown change line 'answer'" in parsed.problems[1]
-    assert parsed.answer == ""
-    # the answer's line reads as an op and is reported; the complete op before it is kept
-    assert parsed.step.change[0] == Remove(path=f"{CWD}/a")
+def test_an_unclosed_block_ends_where_its_lines_do_and_says_so():
+    """A model that forgot the closing tag: its ops are kept, the agent gets what follows."""
+    parsed = parse_step("<change>\nrm a\nwrite b\n|x\nanswer text\n[exit code: 0]", CWD)
+    assert parsed.problems == ["<change> is never closed"]
+    assert parsed.answer == "answer text\n[exit code: 0]"
+    assert parsed.step.change == [Remove(path=f"{CWD}/a"), Write(path=f"{CWD}/b", content="x\n")]
 
 
 def test_blocks_only_count_at_the_start_of_an_answer():

@@ -68,6 +68,8 @@ RECALL_LINES = 160
 NO_FINAL_NEWLINE = "\\"
 EMPTY = "(empty)"  # a recalled text file with no content at all
 _SIZE = re.compile(r"^\((\d+) bytes\)$")
+_CHANGE_WORDS = {"git", "ln", "cd", "write", "append", "rm", "mkdir", "mv", "cp", "mode"}
+_RECALL_WORDS = {"git", "link", "file", "dir", "missing"}
 _NUMBERED = re.compile(r"^(\d+)\|(.*)$")
 
 
@@ -253,7 +255,14 @@ def _block(text: str, opening: str, closing: str) -> tuple[list[str] | None, str
     body_start = len(opening) + 1
     end = text.find("\n" + closing, body_start - 1)
     if end < 0:
-        return text[body_start:].split("\n"), "", f"{opening} is never closed"
+        # Never closed: the block is the lines that read as its own (ops of its kind and
+        # their content), the answer what follows them (a model that forgot the tag).
+        lines = text[body_start:].split("\n")
+        words = _RECALL_WORDS if opening == RECALL_OPEN else _CHANGE_WORDS
+        n = 0
+        while n < len(lines) and (_is_content(lines[n]) or lines[n].split(" ")[0] in words):
+            n += 1
+        return lines[:n], "\n".join(lines[n:]), f"{opening} is never closed"
     body = text[body_start:end]
     rest = text[end + 1 + len(closing) :]
     return (body.split("\n") if body else []), rest.removeprefix("\n"), None
@@ -277,17 +286,20 @@ def _content(lines: list[str], numbered: bool) -> tuple[str, bool]:
     return (text + "\n" if out and final_newline else text), cut
 
 
+def _is_content(line: str) -> bool:
+    return (
+        line.startswith("|")
+        or line in ("...", NO_FINAL_NEWLINE, EMPTY)
+        or bool(_NUMBERED.match(line))
+        or line.startswith("... ")
+    )
+
+
 def _groups(lines: list[str]) -> list[tuple[str, list[str]]]:
     """Op lines with the content lines (``|...``, ``N|...``, ``...``, ``\\``) under them."""
     groups: list[tuple[str, list[str]]] = []
     for line in lines:
-        is_content = (
-            line.startswith("|")
-            or line in ("...", NO_FINAL_NEWLINE, EMPTY)
-            or bool(_NUMBERED.match(line))
-            or line.startswith("... ")
-        )
-        if is_content and groups:
+        if _is_content(line) and groups:
             groups[-1][1].append(line)
         elif line.strip():
             groups.append((line, []))
@@ -349,10 +361,6 @@ def _recall_entry(
         paths[path] = PathState(kind="missing")
     else:
         raise ValueError(f"unknown recall line {word!r}")
-
-
-_CHANGE_WORDS = {"git", "ln", "cd", "write", "append", "rm", "mkdir", "mv", "cp", "mode"}
-_RECALL_WORDS = {"git", "link", "file", "dir", "missing"}
 
 
 def _change_op(line: str, body: list[str], cwd: str) -> ChangeOp:
