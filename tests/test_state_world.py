@@ -84,13 +84,22 @@ def test_hostile_changes_are_refused_one_by_one_and_the_rest_applies(monkeypatch
             Write(path=f"{P}/huge.txt", content=huge),  # kept by its size only
             Write(path=f"{P}/ok.txt", content="fine\n"),
             ChangeDir(path="nowhere"),
+            Remove(path="/"),
+            Move(source="/home/../", target="/tmp/everything"),
+            Write(path="/proc/self/mem", content="x"),
+            Write(path="/bad\0path", content="x"),
         ]
     )
     assert problems == [
         "write: 'relative.txt' is not an absolute path",
         "mv: a path cannot go into itself",
         "cd: 'nowhere' is not an absolute path",
+        "rm: the root folder is not a path a step changes",
+        "mv: the root folder is not a path a step changes",
+        "write: /proc/self/mem is outside the world's files",
+        "write: not a path",
     ]
+    assert state.state_of(f"{P}/README.md") is not None  # nothing was wiped
     assert state.state_of(f"{P}/huge.txt") == PathState(kind="file", size=MAX_TEXT_BYTES + 1)
     assert state.state_of(f"{P}/ok.txt").content == "fine\n" and state.cwd == P
     monkeypatch.setattr(world_module, "MAX_PATHS", len(state.paths) + 1)

@@ -290,9 +290,18 @@ def _normal(path: str) -> str:
     return "/" + posixpath.normpath(path).lstrip("/")
 
 
+# Not files a machine's state holds: the kernel's views of itself.
+_NOT_FILES = ("/proc", "/sys", "/dev")
+
+
 def _bad_path(path: str) -> str | None:
     if not path.startswith("/"):
         return f"{path!r} is not an absolute path"
     if "\0" in path or len(path) > 1024:
         return "not a path"
+    normal = _normal(path)
+    if normal == "/":
+        return "the root folder is not a path a step changes"
+    if any(normal == top or normal.startswith(top + "/") for top in _NOT_FILES):
+        return f"{normal} is outside the world's files"
     return None
