@@ -569,3 +569,49 @@ def test_this_repository_copies_its_readme_and_its_git_state(
     assert isinstance(git_fact["branch"], str) and git_fact["branch"]
     assert git_fact["commits"]
     assert from_world(world).files["README.md"] == readme
+
+
+# --- the state a served episode starts from -------------------------------------------------
+
+
+def test_the_episode_state_knows_every_path_the_copy_lists(tmp_path: Path):
+    """WorldState.from_facts reads the tree fact in the words this module writes it: sizes,
+    links, empty and partly listed folders, paths left out by name."""
+    from aw_mcp.state.world import WorldState
+
+    project = make_dir(
+        tmp_path / "p",
+        {"README.md": "hello\n", "logo.png": b"\x89PNG\r\n\x1a\n\0\0\0IHDR", ".env": "x",
+         "node_modules/left-pad/index.js": "x", "lib/a.py": "a\n", "lib/b.py": "b\n",
+         "lib/c.py": "c\n", "zz/one.txt": "1\n"},
+    )  # fmt: skip
+    (project / "empty").mkdir()
+    (project / "link").symlink_to("README.md")
+    got = facts(project, max_files=9)  # the top level and lib/a.py
+    assert got["tree"]["lib/"] == "folder of 3 paths, 2 not listed"
+    assert got["tree"]["zz/"] == "folder of 1 paths, none listed"
+    state = WorldState.from_facts(got)
+    assert state is not None
+    here = "/home/dev/p"
+
+    def known(path: str) -> Any:
+        return state.state_of(f"{here}/{path}")
+
+    assert known("README.md").content == "hello\n"
+    assert (known("logo.png").kind, known("logo.png").size) == ("file", 15)
+    assert (known(".env").kind, known(".env").size) == ("file", None)
+    assert (known("link").kind, known("link").target) == ("link", "README.md")
+    assert (known("empty").kind, known("empty").entries, known("empty").unlisted) == (
+        "dir", [], None,
+    )  # fmt: skip
+    lib = known("lib")
+    assert (lib.entries, lib.unlisted) == (["a.py"], "2 more, not listed")
+    assert (known("zz").entries, known("zz").unlisted) == ([], "1 more, not listed")
+    modules = known("node_modules")
+    assert modules.kind == "dir" and modules.unlisted == f"entries not listed ({JUNK})"
+    assert state.entries(here) == [
+        ".env", "README.md", "empty/", "lib/", "link", "logo.png", "node_modules/", "zz/",
+    ]  # fmt: skip
+    # what stands next to `ls lib` says that the listing is partial
+    view = state.view({"command": "ls lib"})
+    assert "dir lib\n|a.py\n... 2 more, not listed" in view

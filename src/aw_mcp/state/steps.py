@@ -39,6 +39,11 @@ class PathState(_Strict):
         default=None, description="A folder's entries, sorted; sub-folders end in '/'."
     )
     target: str | None = Field(default=None, description="A link's target, as written.")
+    unlisted: str | None = Field(
+        default=None,
+        description="A folder whose entries are not all known (a world copied from a real "
+        "directory lists some in part): what is not listed, said after the known ones.",
+    )
 
 
 class GitFacts(_Strict):

@@ -185,6 +185,8 @@ def render_recall(recall: Recall, cwd: str, compact: bool = False) -> str:
             lines += [f"|{e}" for e in entries[:MAX_ENTRIES]]
             if len(entries) > MAX_ENTRIES:
                 lines.append(f"... {len(entries) - MAX_ENTRIES} more")
+            if state.unlisted and not compact:
+                lines.append(f"... {state.unlisted}")
         elif state.kind == "link":
             lines.append(f"link {shown} -> {state.target}")
         else:

@@ -14,6 +14,7 @@ store already full) is refused with a reason, and the rest of the step still app
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections.abc import Iterable
 from typing import Any
@@ -61,7 +62,9 @@ class WorldState:
         """The state a world's facts describe (None: they name no working directory).
         Reads the Terminal worlds' shape: ``working_directory``, ``home``, ``files`` (a map of
         paths relative to the working directory to their content), ``git`` (a map with
-        ``repository``, ``branch``, ``commits``, ``working_tree``)."""
+        ``repository``, ``branch``, ``commits``, ``working_tree``), and ``tree`` (a world
+        copied from a directory: the paths listed without content, each with what is known
+        of it)."""
         cwd = facts.get("working_directory")
         if not isinstance(cwd, str) or not cwd.startswith("/"):
             return None
@@ -72,6 +75,12 @@ class WorldState:
             for name, content in files.items():
                 path = absolute(str(name), state.cwd)
                 state.apply([Write(path=path, content=str(content))])
+        tree = facts.get("tree")
+        if isinstance(tree, dict):
+            for name, note in tree.items():
+                path = absolute(str(name), state.cwd)
+                if not _bad_path(path):
+                    state._know(_normal(path), _listed_state(str(note), str(name).endswith("/")))
         git = facts.get("git")
         if isinstance(git, dict) and isinstance(git.get("repository"), str):
             commits = git.get("commits") or []
@@ -189,6 +198,16 @@ class WorldState:
         self.paths[path] = state
         return None
 
+    def _know(self, path: str, state: PathState) -> None:
+        """Put what a world's facts say of ``path`` without losing what the store already
+        holds under it (a folder's known entries)."""
+        if state.kind != "dir":
+            self._put(path, state)
+            return
+        self._make_dir(path)
+        if state.unlisted:
+            self.paths[path] = self.paths[path].model_copy(update={"unlisted": state.unlisted})
+
     def _make_dir(self, path: str) -> None:
         while path not in ("/", ""):
             if self.paths.get(path, PathState(kind="missing")).kind != "dir":
@@ -280,6 +299,30 @@ def _words(arguments: dict[str, Any]) -> list[str]:
             if word and not word.startswith("-") and len(word) < 512:
                 words.append(word)
     return words
+
+
+# How ``aw-mcp world from-dir`` describes a path it lists without content (its ``tree``
+# fact; tests/test_world_from_dir.py holds the two to the same words).
+_SIZED = re.compile(r"^(\d+) bytes\b")
+_PARTIAL = re.compile(r"^folder of (\d+) paths, (?:none|(\d+) not) listed$")
+_LINK = "symlink to "
+
+
+def _listed_state(note: str, folder: bool) -> PathState:
+    """What a ``tree`` note says of its path: a folder (with what is not listed of it), a
+    link, a file with its size, or a file and no more (left out by name, unreadable)."""
+    if folder:
+        if partial := _PARTIAL.match(note):
+            count = partial.group(2) or partial.group(1)
+            return PathState(kind="dir", unlisted=f"{count} more, not listed")
+        if note.startswith("left out") or note.startswith("cannot be read"):
+            return PathState(kind="dir", unlisted=f"entries not listed ({note})")
+        return PathState(kind="dir")
+    if note.startswith(_LINK):
+        return PathState(kind="link", target=note[len(_LINK) :])
+    if sized := _SIZED.match(note):
+        return PathState(kind="file", size=int(sized.group(1)))
+    return PathState(kind="file")
 
 
 def _as_list(value: Any) -> list[Any]:
