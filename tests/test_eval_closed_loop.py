@@ -25,8 +25,11 @@ EPISODES = {
 }
 
 
-def _records(tmp_path, episodes=EPISODES, domain="tiny", tool="run_command", conditions=None):
-    """``conditions``: (episode, index) -> the world conditions recorded on that call."""
+def _records(
+    tmp_path, episodes=EPISODES, domain="tiny", tool="run_command", conditions=None, states=None
+):
+    """``conditions``: (episode, index) -> the world conditions recorded on that call;
+    ``states``: (episode, index) -> the real state of that call."""
     folder = tmp_path / "records"
     sink = RecordSink(folder)
     for episode, calls in episodes.items():
@@ -44,6 +47,7 @@ def _records(tmp_path, episodes=EPISODES, domain="tiny", tool="run_command", con
                     source="real",
                     started_at=0.0,
                     seconds=0.0,
+                    state=(states or {}).get((episode, index)),
                 )
             )
     return folder
@@ -190,3 +194,56 @@ async def test_rows_keep_the_world_conditions_recorded_on_a_call(tmp_path):
     assert rows["alpha#2"]["conditions"] == [full]
     assert full in rows["alpha#2"]["current_prompt"]  # rendered as the fault layer would
     assert "conditions" not in rows["alpha#1"] and "conditions" not in rows["beta#1"]
+
+
+async def test_rows_carry_the_real_state_and_which_steps_read_back_what_was_changed(
+    tmp_path, capsys
+):
+    from aw_mcp.evaluation.scoring import READ_BACK
+    from aw_mcp.state.steps import PathState, Recall, StepState, Write
+
+    home = "/home/test"
+    steps = {
+        ("alpha", 1): StepState(cwd=home, change=[Write(path=f"{home}/a.txt", content="A\n")]),
+        ("alpha", 2): StepState(
+            cwd=home, recall=Recall(paths={home: PathState(kind="dir", entries=["a.txt"])})
+        ),
+        ("alpha", 3): StepState(
+            cwd=home, recall=Recall(paths={f"{home}/a.txt": PathState(kind="file", content="A")})
+        ),
+        ("beta", 1): StepState(
+            cwd=home, recall=Recall(paths={f"{home}/a.txt": PathState(kind="missing")})
+        ),
+    }
+    episodes = {
+        "alpha": [("echo A > a.txt", ""), ("ls", "a.txt"), ("cat a.txt", "A")],
+        "beta": [("cat a.txt", "cat: a.txt: No such file or directory"), ("date", "Mon")],
+    }
+    records = load_record_dir(_records(tmp_path, episodes, states=steps))
+    out = tmp_path / "out"
+    await ClosedLoop(
+        make_simulator(FakeEngine("A\n[exit code: 0]")), ClosedLoopOptions(quiet=True)
+    ).run(records, out)
+    rows = {r["id"]: r for r in _rows(out)}
+    # the folder holding the written file and the file itself read back; another episode's
+    # read of the same path does not, and a record without a state says nothing
+    flags = {key: row.get("reads_back") for key, row in rows.items()}
+    assert flags == {"alpha#1": False, "alpha#2": True, "alpha#3": True, "beta#1": False,
+                     "beta#2": None}  # fmt: skip
+    assert rows["alpha#3"]["state_real"]["recall"]["paths"] == {
+        f"{home}/a.txt": {"kind": "file", "content": "A", "size": None, "entries": None,
+                          "target": None, "unlisted": None}
+    }  # fmt: skip
+    assert rows["alpha#3"]["state_gen"] is None  # the default profile keeps no state
+
+    assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    parts = report["read_back"]["tiny"]
+    assert parts["all"]["n"] == 4
+    back, other = (parts["families"][name] for name in READ_BACK)
+    assert (back["n"], other["n"]) == (2, 2)
+    assert back["model"]["exact"] == 0.5  # "A" is right for cat a.txt, wrong for ls
+    assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl")]) == 0
+    assert "### tiny, by whether a step reads back what the session changed" in (
+        capsys.readouterr().out
+    )

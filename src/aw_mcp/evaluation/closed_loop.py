@@ -24,6 +24,7 @@ from aw_mcp.errors import UserInputError
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE, PredictionsFile
 from aw_mcp.evaluation.runner import run_bounded
 from aw_mcp.evaluation.samples import family_of, sample_key
+from aw_mcp.evaluation.state_accuracy import reads_back
 from aw_mcp.export.formats import bench_sample
 from aw_mcp.records.calls import CallRecord, ObservationSource, enters_history
 from aw_mcp.records.reader import RecordedEpisode
@@ -131,6 +132,7 @@ class ClosedLoop:
             for turn, (s, r) in enumerate(zip(served, calls, strict=True), start=1)
         ]
         response = [profile.observation_message(r.observation) for r in calls]
+        read_back = reads_back([r.state for r in calls])
         rows = []
         for turn, (record, (gen, source, error)) in enumerate(
             zip(calls, outputs, strict=True), start=1
@@ -152,6 +154,7 @@ class ClosedLoop:
                 row["state_real"] = record.state.model_dump(mode="json")
                 said = states[turn - 1] if states else None
                 row["state_gen"] = said.model_dump(mode="json") if said is not None else None
+                row["reads_back"] = read_back[turn - 1]
             if error:
                 row["error"] = error
             rows.append(row)

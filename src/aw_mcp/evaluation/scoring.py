@@ -24,6 +24,8 @@ from aw_mcp.evaluation.state_accuracy import StateTally, steps_of
 
 SYSTEMS = ("model", "empty", "previous")
 ALL = "(all)"
+READ_BACK = ("reads back what the session changed", "every other step")
+_READ_BACK = {True: READ_BACK[0], False: READ_BACK[1]}
 METRICS_NOTE = (
     "exact: identical but for trailing spaces and blank end lines; similarity: difflib "
     "SequenceMatcher ratio (defaults) on whitespace-normalized text; exit code: agreement of "
@@ -182,6 +184,9 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
     domains: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
     under_condition = {s: ConditionTally() for s in SYSTEMS}
     state: dict[str, StateTally] = defaultdict(StateTally)  # domain -> tally (the model's)
+    # domain -> READS_BACK / OTHER_STEPS -> group: answers that depend on what the session
+    # changed, apart from the rest (closed-loop rows over records with a real state)
+    read_back: dict[str, dict[str, Group]] = defaultdict(lambda: defaultdict(Group))
     for sample in samples:
         if (steps := steps_of(sample.extra)) is not None:
             for key in (sample.domain, ALL):
@@ -191,7 +196,9 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
         messages = condition_messages(conditions) if isinstance(conditions, list) else []
         later = sample.prompt[sample.turn_idx :]
         next_action = later[0] if later else None
-        groups = (overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()])
+        groups = [overall, domains[sample.domain][ALL], domains[sample.domain][sample.family()]]
+        if isinstance(flag := sample.extra.get("reads_back"), bool):
+            groups += [read_back[sample.domain][ALL], read_back[sample.domain][_READ_BACK[flag]]]
         for group in groups:
             group.n += 1
             group.errors += bool(sample.extra.get("error"))
@@ -226,6 +233,14 @@ def score(samples: Iterable[BenchSample], verdicts: Verdicts | None = None) -> d
         report["world_conditions"] = {s: t.summary() for s, t in under_condition.items()}
     if state:
         report["state"] = {key: tally.summary() for key, tally in sorted(state.items())}
+    if read_back:
+        report["read_back"] = {
+            domain: {
+                "all": parts.pop(ALL).summary(),
+                "families": {name: parts[name].summary() for name in READ_BACK if name in parts},
+            }
+            for domain, parts in sorted(read_back.items())
+        }
     return report
 
 
@@ -253,6 +268,29 @@ def _cell(value: float | None, kind: str) -> str:
     return f"{value:.1f}" if kind == "score" else f"{value:.3f}"
 
 
+def _table(title: str, body: dict[str, Any]) -> list[str]:
+    """A domain's table: a row per family, model / empty / previous per metric."""
+    rows = [(ALL, body["all"]), *body["families"].items()]
+    columns = [c for c in _COLUMNS if any(r["model"][c[1]] is not None for _, r in rows)]
+    judged = any("judge" in r["model"] for _, r in rows)
+    header = ["family", "n"] + [f"{h} (model/empty/prev)" for h, _, _ in columns]
+    if judged:
+        header.append("judge 0-100 (model/empty/prev)")
+    lines = [f"### {title} ({body['all']['n']} samples, {body['all']['errors']} errors)"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for name, row in rows:
+        cells = [name, str(row["n"])]
+        for _, key, kind in columns:
+            cells.append(" / ".join(_cell(row[s][key], kind) for s in SYSTEMS))
+        if judged:
+            cells.append(
+                " / ".join(_cell(row[s].get("judge", {}).get("total"), "score") for s in SYSTEMS)
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def render(report: dict[str, Any]) -> str:
     """Markdown tables, one per domain: a row per family, model / empty / previous per metric."""
     lines = [report["note"], ""]
@@ -260,27 +298,9 @@ def render(report: dict[str, Any]) -> str:
     if len(sections) > 1:
         sections.append(("all domains", {"all": report["overall"], "families": {}}))
     for domain, body in sections:
-        rows = [(ALL, body["all"]), *body["families"].items()]
-        columns = [c for c in _COLUMNS if any(r["model"][c[1]] is not None for _, r in rows)]
-        judged = any("judge" in r["model"] for _, r in rows)
-        header = ["family", "n"] + [f"{h} (model/empty/prev)" for h, _, _ in columns]
-        if judged:
-            header.append("judge 0-100 (model/empty/prev)")
-        lines.append(f"### {domain} ({body['all']['n']} samples, {body['all']['errors']} errors)")
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(header))
-        for name, row in rows:
-            cells = [name, str(row["n"])]
-            for _, key, kind in columns:
-                cells.append(" / ".join(_cell(row[s][key], kind) for s in SYSTEMS))
-            if judged:
-                cells.append(
-                    " / ".join(
-                        _cell(row[s].get("judge", {}).get("total"), "score") for s in SYSTEMS
-                    )
-                )
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        lines += _table(domain, body)
+    for domain, body in report.get("read_back", {}).items():
+        lines += _table(f"{domain}, by whether a step reads back what the session changed", body)
     if conditions := report.get("world_conditions"):
         model = conditions["model"]
         lines += [

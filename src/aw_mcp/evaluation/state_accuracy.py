@@ -12,6 +12,9 @@ and what it changed; a model that keeps state writes its own (``aw_mcp.state.tex
 A model that keeps no state is scored as one that says nothing (recall and change empty): the
 baseline every model that keeps state must beat, and right wherever a command reads and
 changes nothing.
+
+Closed-loop rows also say which steps **read back** what the session changed (``reads_back``):
+evaluation scores the answers of those steps apart from the rest.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aw_mcp.state.steps import StepState
+from aw_mcp.state.steps import ChangeDir, Copy, GitChange, Move, StepState
 
 
 def recall_keys(step: StepState) -> set[tuple[str, str]]:
@@ -94,3 +97,39 @@ def steps_of(extra: dict[str, Any]) -> tuple[StepState, StepState | None] | None
         StepState.model_validate(real),
         StepState.model_validate(predicted) if isinstance(predicted, dict) else None,
     )
+
+
+# -- reading back: the steps whose answer depends on what the session itself changed ---------
+
+
+def changed_paths(step: StepState) -> set[str]:
+    """The paths and repositories a step's change touched (a move or copy: both ends)."""
+    touched: set[str] = set()
+    for op in step.change:
+        if isinstance(op, Move | Copy):
+            touched |= {op.source, op.target}
+        elif isinstance(op, GitChange):
+            touched.add(op.facts.repository)
+        elif not isinstance(op, ChangeDir):
+            touched.add(op.path)
+    return touched
+
+
+def reads_back(steps: list[StepState | None]) -> list[bool | None]:
+    """Per step of one episode, in order: whether it read a path (or a repository) that an
+    earlier step changed, a folder holding one, or a path inside one (None: no real state).
+    Such steps are where a world that forgets what the session did gives itself away."""
+    changed: set[str] = set()
+    flags: list[bool | None] = []
+    for step in steps:
+        if step is None:
+            flags.append(None)
+            continue
+        read = set(step.recall.paths) | {facts.repository for facts in step.recall.git}
+        flags.append(any(_related(path, done) for path in read for done in changed))
+        changed |= changed_paths(step)
+    return flags
+
+
+def _related(read: str, changed: str) -> bool:
+    return read == changed or changed.startswith(read + "/") or read.startswith(changed + "/")
