@@ -260,3 +260,53 @@ def test_atif_steps_call_only_listed_tools_and_other_mcp_requests_are_actions(tm
         }
         (result,) = step.observation.results
         assert result.content == record.observation and result.source_call_id is None
+
+
+def test_the_steps_real_state_goes_through_every_format(tmp_path: Path, capsys):
+    """Records with the sandbox's state of each step, and the machine each episode ran in:
+    AgentWorldBench and chat carry the state beside the text; small-state writes it in the
+    text as the server does (views replayed from the episode's own world); ATIF keeps it."""
+    from aw_mcp.records.folder import write_episode_world
+    from aw_mcp.state.steps import PathState, Recall, StepState, Write
+
+    home = "/home/ada/work"
+    wrote = StepState(cwd=home, change=[Write(path=f"{home}/a.txt", content="alpha\n")])
+    read = StepState(
+        cwd=home, recall=Recall(paths={f"{home}/a.txt": PathState(kind="file", content="alpha\n")})
+    )
+    folder = tmp_path / "records"
+    sink = RecordSink(folder)
+    for i, ((command, observation), state) in enumerate(
+        zip(COMMANDS, [wrote, read, None], strict=True), start=1
+    ):
+        sink.write(_record("ep-a", i, command, observation, state=state))
+    world = WorldSpec(facts={"working_directory": home, "home": "/home/ada", "hostname": "box7"})
+    write_episode_world(folder, "ep-a", world)
+
+    assert main(["export", str(folder), "--out", str(tmp_path / "bench")]) == 0
+    rows = [
+        json.loads(x) for x in (tmp_path / "bench/terminal_test.jsonl").read_text().splitlines()
+    ]
+    assert [StepState.model_validate(r["state"]) for r in rows[:2]] == [wrote, read]
+    assert "state" not in rows[2]
+    assert "box7" in rows[0]["system_str"]  # rendered in the episode's own world
+
+    out = tmp_path / "chat"
+    assert main(["export", str(folder), "--out", str(out), "--format", "chat",
+                 "--profile", "small-state"]) == 0  # fmt: skip
+    messages = json.loads((out / "terminal_chat.jsonl").read_text())["messages"]
+    observations = [m for m in messages if m.get("observation")]
+    assert [m.get("state") for m in observations] == [
+        wrote.model_dump(mode="json"), read.model_dump(mode="json"), None,
+    ]  # fmt: skip
+    assert observations[0]["content"].startswith("<change>\nwrite a.txt\n|alpha\n</change>\n")
+    assert observations[1]["content"].startswith("<recall>\nfile a.txt\n</recall>\n")
+    # the read's call shows the file as the write left it: the view replayed from the world
+    cat = [m for m in messages if m["role"] == "user" and '"cat a.txt"' in m["content"]][0]
+    assert "<state>" in cat["content"] and "alpha" in cat["content"]
+    capsys.readouterr()
+
+    assert main(["export", str(folder), "--out", str(tmp_path / "atif"), "--format", "atif"]) == 0
+    trajectory = json.loads(next((tmp_path / "atif/terminal_atif").glob("*.json")).read_text())
+    kept = [s["extra"]["aw_mcp"].get("state") for s in trajectory["steps"]]
+    assert kept == [wrote.model_dump(mode="json"), read.model_dump(mode="json"), None]

@@ -31,10 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--profile",
-        choices=["default", "agentworld"],
+        choices=["default", "small", "small-state", "agentworld"],
         default="agentworld",
         help="prompt format (default: agentworld; 'default' is what aw-mcp serve sends "
-        "unless told otherwise); atif does not render prompts",
+        "unless told otherwise; 'small-state' writes each step's state before its "
+        "observation, as a state-keeping model does); atif does not render prompts",
     )
     p.add_argument(
         "--simulator",
@@ -63,6 +64,7 @@ def _export(args: argparse.Namespace) -> int:
     from aw_mcp.episode.prompt import PROFILES
     from aw_mcp.export.formats import export_records
     from aw_mcp.export.rendering import DomainResolver
+    from aw_mcp.records.folder import record_dir_worlds
     from aw_mcp.records.reader import load_record_dir
 
     domains = [load_domain(name) for name in args.simulator]
@@ -74,7 +76,12 @@ def _export(args: argparse.Namespace) -> int:
         raise UserInputError(str(exc)) from None
     if not episodes:
         raise UserInputError(f"no records (*.jsonl) under {args.records}")
-    resolver = DomainResolver(domains, world, record_dir=args.records)
+    resolver = DomainResolver(
+        domains,
+        world,
+        record_dir=args.records,
+        episode_worlds=record_dir_worlds(args.records, episodes),
+    )
     written = export_records(episodes, args.out, args.fmt, PROFILES[args.profile](), resolver)
     unit = {"agentworldbench": "samples", "chat": "episodes", "atif": "trajectory"}[args.fmt]
     for path, count in written.items():

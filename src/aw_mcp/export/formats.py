@@ -11,13 +11,19 @@ Two file formats are built on it:
   message says whether it is one of the episode's observations (``"observation": true``) or a
   demonstration (false).
 
+Where a record has the step's real state (``CallRecord.state``: what the call read and what it
+changed, measured in a sandbox), an AgentWorldBench sample carries its turn's as ``state`` and
+a chat observation message its own; a profile that keeps state (``--profile small-state``)
+also writes it in the text, as the server would.
+
 A third is the agent's side of the same records, not the world model's:
 
 - ATIF (``<domain>_atif/<episode>.json``, the Agent Trajectory Interchange Format of Harbor /
   Terminal-Bench, built with the ``atif`` package's pydantic models): one trajectory per
   episode, one agent step per recorded call (refused and failed calls included), its tool call
   and the observation the agent got back. What ATIF has no field for (where the answer came
-  from, the faults that fired, the world conditions) is kept in each step's ``extra.aw_mcp``.
+  from, the faults that fired, the world conditions, the step's state and view) is kept in each
+  step's ``extra.aw_mcp``.
 """
 
 from __future__ import annotations
@@ -55,10 +61,16 @@ def bench_samples(
         system += "\n\n# Example turns\n\n" + examples
     prompts = [m.content for m in messages[head::2]]
     responses = [m.content for m in messages[head + 1 :: 2]]
-    return [
-        bench_sample(rendered.domain, f"{rendered.episode}-{k}", system, prompts, responses, k)
-        for k in range(1, len(prompts) + 1)
-    ]
+    states = [m.state for m in messages[head + 1 :: 2]]
+    samples = []
+    for k in range(1, len(prompts) + 1):
+        sample = bench_sample(
+            rendered.domain, f"{rendered.episode}-{k}", system, prompts, responses, k
+        )
+        if states[k - 1] is not None:  # the asked-for step as the sandbox measured it
+            sample["state"] = states[k - 1]
+        samples.append(sample)
+    return samples
 
 
 def bench_sample(

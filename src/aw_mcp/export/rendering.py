@@ -5,7 +5,8 @@ episode's last call (``build_messages``, the served tools and world, the chosen 
 that call's real observation appended as the final assistant message. The server's prompt for
 step k is a prefix of the one for step k+1, so every observation in it is a training target
 whose prefix is exactly what the server sends at that step. Training and evaluation import it;
-nothing else renders records. The file formats built on it are in ``export.formats``.
+nothing else renders records. The file formats built on it are in ``export.formats``. An
+episode renders in the world it ran in (``DomainResolver.world_of``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aw_mcp.domain.mirror import mirror_domain
 from aw_mcp.domain.models import DomainSpec, WorldSpec
 from aw_mcp.engines.base import ChatMessage
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+from aw_mcp.episode.views import with_views
 from aw_mcp.errors import UserInputError
 from aw_mcp.records.calls import Turn, enters_history
 from aw_mcp.records.folder import CAPTURES_FOLDER
@@ -32,6 +34,9 @@ class RenderedMessage(BaseModel):
     role: str
     content: str
     observation: bool | None = None  # assistant messages only: an episode's real observation?
+    # an observation's step as the sandbox measured it (what it read, what it changed), where
+    # the record has one (``CallRecord.state``), whatever the profile writes in the text
+    state: dict[str, Any] | None = None
 
 
 class RenderedEpisode(BaseModel):
@@ -56,11 +61,19 @@ class DomainResolver:
         domains: Iterable[DomainSpec] = (),
         world: WorldSpec | None = None,
         record_dir: Path | None = None,
+        episode_worlds: dict[str, WorldSpec] | None = None,
     ):
         self._given = {d.name: d for d in domains}
         self._world = world
         self._record_dir = record_dir
+        self._episode_worlds = episode_worlds or {}
         self._catalogues: dict[str, Catalogue] = {}
+
+    def world_of(self, episode: RecordedEpisode, served: WorldSpec) -> WorldSpec:
+        """The world ``episode`` ran in: the served one with the episode's own laid over it
+        (a generated episode's machine, ``records.folder.record_dir_worlds``)."""
+        own = self._episode_worlds.get(episode.episode)
+        return served.merged(own) if own is not None else served
 
     def catalogue(self, domain_name: str) -> Catalogue:
         if domain_name not in self._catalogues:
@@ -119,26 +132,34 @@ def render_episode(
 
     Messages: system, the domain's demonstrations (assistant, ``observation`` false), one
     user/assistant pair per call that reached the world (assistant ``observation`` true), the
-    last assistant message being the last call's real observation."""
+    last assistant message being the last call's real observation. A profile that keeps state
+    renders each call with its view and each observation after its blocks, as the server
+    does; an observation whose record has a real state carries it (``state``) either way."""
     served_turns = _served_turns(episode, resolver.catalogue(episode.domain))
     turns = [t for t, _ in served_turns]
     served = served_turns[-1][1]
+    world = resolver.world_of(episode, served.world)
+    if profile.keeps_state:
+        turns, _ = with_views(turns, world)
     current = turns[-1]
     prompt = build_messages(
         profile,
         served.domain,
         served.domain.tools,
-        served.world,
+        world,
         turns[:-1],
         0,
         current.action,
         current.index,
         current.conditions,
+        current_view=current.view,
     )
-    prompt.append(
-        ChatMessage(role="assistant", content=profile.observation_message(current.observation))
-    )
+    answer = profile.turn_answer(current.observation, current.state)
+    prompt.append(ChatMessage(role="assistant", content=answer))
     demo_messages = 1 + 2 * len(served.domain.demonstrations)
+    # the observations' turns, in order: those build_messages shows, then the current one
+    shown = [t for t in turns[:-1] if t.reached_world] + [current]
+    states = iter(t.state.model_dump(mode="json") if t.state is not None else None for t in shown)
     return RenderedEpisode(
         episode=episode.episode,
         domain=episode.domain,
@@ -147,6 +168,7 @@ def render_episode(
                 role=m.role,
                 content=m.content,
                 observation=(i >= demo_messages) if m.role == "assistant" else None,
+                state=next(states) if m.role == "assistant" and i >= demo_messages else None,
             )
             for i, m in enumerate(prompt)
         ],

@@ -26,10 +26,10 @@ from aw_mcp.domain.catalogue import Catalogue
 from aw_mcp.domain.models import DomainSpec, ToolCall, WorldSpec
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.episode.prompt import PromptProfile, build_messages
+from aw_mcp.episode.views import with_views
 from aw_mcp.errors import UserInputError
 from aw_mcp.records.calls import Turn
 from aw_mcp.records.reader import RecordedEpisode
-from aw_mcp.state.world import WorldState
 
 log = logging.getLogger(__name__)
 
@@ -191,25 +191,6 @@ def tokenize_episode(
     if steps == 0:
         return None
     return TrainingExample(episode, ids[:kept], targets[:kept], steps)
-
-
-def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[str]]:
-    """The turns with the view each call would have had next to it (the state kept from the
-    world's facts through every earlier turn's change, as the server keeps it), and the
-    summary of the state after each turn (for windows). Turns keep a view they were served
-    with. A world that names no working directory keeps no state: the turns as they were."""
-    state = WorldState.from_facts(world.facts)
-    if state is None:
-        return turns, []
-    viewed: list[Turn] = []
-    summaries: list[str] = []
-    for turn in turns:
-        view = turn.view if turn.view is not None else state.view(turn.action.arguments)
-        viewed.append(turn.model_copy(update={"view": view}))
-        if turn.state is not None:
-            state.apply(turn.state.change)
-        summaries.append(state.summary())
-    return viewed, summaries
 
 
 def build_examples(

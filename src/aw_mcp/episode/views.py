@@ -1,0 +1,32 @@
+"""The state shown next to each recorded call, replayed for records that were not served with
+one (real records from a sandbox; a server that kept no state).
+
+The server keeps an episode's state as it goes (``simulation.state_keeping``); training and
+export render recorded episodes, and give each turn the view it would have had: the state kept
+from the world's facts through every earlier turn's change.
+"""
+
+from __future__ import annotations
+
+from aw_mcp.domain.models import WorldSpec
+from aw_mcp.records.calls import Turn
+from aw_mcp.state.world import WorldState
+
+
+def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[str]]:
+    """The turns with the view each call would have had next to it (the state kept from the
+    world's facts through every earlier turn's change, as the server keeps it), and the
+    summary of the state after each turn (for windows). Turns keep a view they were served
+    with. A world that names no working directory keeps no state: the turns as they were."""
+    state = WorldState.from_facts(world.facts)
+    if state is None:
+        return turns, []
+    viewed: list[Turn] = []
+    summaries: list[str] = []
+    for turn in turns:
+        view = turn.view if turn.view is not None else state.view(turn.action.arguments)
+        viewed.append(turn.model_copy(update={"view": view}))
+        if turn.state is not None:
+            state.apply(turn.state.change)
+        summaries.append(state.summary())
+    return viewed, summaries
