@@ -1,7 +1,9 @@
 """What the HTML report shows of an episode: its steps, charts and real counterpart.
 
 Built from ``CallRecord`` lists (a record directory read by ``load_record_dir``, or a live
-server's episodes), so the same templates serve ``aw-mcp view`` and ``serve --ui``.
+server's episodes), so the same templates serve ``aw-mcp view`` and ``serve --ui``. A step that
+keeps state (``CallRecord.state``, ``view``) also shows the view the model was given, its recall
+and change blocks (``aw_mcp.state.text``) and their problems.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 
 from aw_mcp.records.calls import CallRecord
 from aw_mcp.records.reader import RecordedEpisode
+from aw_mcp.state.steps import StepState
+from aw_mcp.state.text import render_change, render_recall
 
 # Episode ids of ``aw-mcp eval --closed-loop`` runs: "closed-loop/<id of the real episode>".
 COUNTERPART_PREFIXES = ("closed-loop/",)
@@ -20,6 +24,37 @@ COUNTERPART_PREFIXES = ("closed-loop/",)
 CHART_WIDTH = 600
 BAR_AREA_HEIGHT = 60
 MAX_BAR_WIDTH = 40  # a two-step episode gets two bars, not two walls
+
+
+@dataclass
+class StateView:
+    """A step's state as the page shows it: the view the model was given next to the call, the
+    recall and change blocks in their text form ('' for none), and what of the model's blocks
+    could not be read or applied."""
+
+    step: StepState | None
+    view: str | None
+    recall: str
+    change: str
+    problems: list[str]
+
+    @property
+    def cwd(self) -> str | None:
+        return self.step.cwd if self.step is not None else None
+
+
+def state_view(record: CallRecord) -> StateView | None:
+    """None for a record that keeps no state (older records, profiles that keep none)."""
+    step = record.state
+    if step is None and record.view is None:
+        return None
+    return StateView(
+        step=step,
+        view=record.view,
+        recall=render_recall(step.recall, step.cwd) if step is not None else "",
+        change=render_change(step.change, step.cwd) if step is not None else "",
+        problems=list(step.problems) if step is not None else [],
+    )
 
 
 @dataclass
@@ -36,6 +71,7 @@ class StepView:
     completion_tokens: int | None
     seconds: float
     offset: float  # seconds since the episode's first call started
+    state: StateView | None = None
 
 
 @dataclass
@@ -119,6 +155,7 @@ def step_view(record: CallRecord, first_started: float) -> StepView:
         completion_tokens=stats.completion_tokens if stats else None,
         seconds=record.seconds,
         offset=round(record.started_at - first_started, 3),
+        state=state_view(record),
     )
 
 
