@@ -10,7 +10,7 @@ import pytest
 
 from aw_mcp.cli import main
 from aw_mcp.records.reader import load_record_dir
-from aw_mcp.state.steps import Append, PathState, Recall, StepState
+from aw_mcp.state.steps import Append, PathState, Recall, Remove, StepState
 from aw_mcp.state.text import render_change, render_recall
 from aw_mcp.viewer.episodes import bar_chart, episode_views
 from aw_mcp.viewer.render import render_page
@@ -243,4 +243,54 @@ def test_a_step_without_state_shows_no_state(tmp_path: Path) -> None:
     assert [s.state for s in views[0].steps] == [None, None]
     html = render_page(views, "t")
     assert len(step_items(html)) == 2
+    assert state_marks(html) == []
+
+
+def test_beside_its_real_episode_each_step_gets_a_state_verdict(tmp_path: Path) -> None:
+    real = [
+        StepState(cwd=CWD, recall=read_notes()),
+        StepState(cwd=CWD, change=appended()),
+        StepState(cwd=CWD, change=[Remove(path=f"{CWD}/notes.txt")]),
+        None,  # a real step recorded before state was
+    ]
+    said = [
+        StepState(cwd=CWD, recall=Recall(paths={f"{CWD}/notes.txt": PathState(kind="file")})),
+        StepState(cwd=CWD, change=appended("pay the rent\n")),  # a different text
+        None,  # a model that keeps no state said nothing
+        StepState(cwd=CWD),
+    ]
+    for folder, episode, source, states in (
+        ("real", "t-1", "real", real),
+        ("sim", "closed-loop/t-1", "model", said),
+    ):
+        records = [
+            call(i, "run_command", {"n": i}, episode=episode, source=source, state=state)
+            for i, state in enumerate(states, start=1)
+        ]
+        write_records(tmp_path / folder, records)
+    views = episode_views(load_record_dir(tmp_path / "sim"), load_record_dir(tmp_path / "real"))
+    assert views[0].counterpart is not None
+    matches = [p.state_match for p in views[0].counterpart]
+    assert [(m.recall, m.change) if m else None for m in matches] == [
+        (True, True),  # the same path as the same kind: the compact form names no content
+        (True, False),
+        (True, False),
+        None,
+    ]
+    html = render_page(views, "t")
+    cells = re.findall(r'<td class="state-col">(.*?)</td>', html, re.S)
+    words = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
+    assert words == [
+        "recall match change match",
+        "recall match change differs",
+        "recall match change differs",
+        "(no real state)",
+    ]
+    text = " ".join("".join(parse(html).text).split())
+    assert "state: recall matches on 3 of 3 steps, change on 1" in text
+
+
+def test_without_real_states_the_side_by_side_has_no_state_column(records: Path) -> None:
+    html = render_page(episode_views(load_record_dir(records)), "t")
+    assert "side by side with the real episode" in html
     assert state_marks(html) == []

@@ -3,7 +3,8 @@
 Built from ``CallRecord`` lists (a record directory read by ``load_record_dir``, or a live
 server's episodes), so the same templates serve ``aw-mcp view`` and ``serve --ui``. A step that
 keeps state (``CallRecord.state``, ``view``) also shows the view the model was given, its recall
-and change blocks (``aw_mcp.state.text``) and their problems.
+and change blocks (``aw_mcp.state.text``) and their problems; beside its real counterpart, the
+state verdict of each step (``aw_mcp.state.compare``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 from aw_mcp.records.calls import CallRecord
 from aw_mcp.records.reader import RecordedEpisode
+from aw_mcp.state.compare import StateMatch, compare
 from aw_mcp.state.steps import StepState
 from aw_mcp.state.text import render_change, render_recall
 
@@ -114,6 +116,17 @@ class StepPair:
             and self.simulated.observation == self.real.observation
         )
 
+    @property
+    def state_match(self) -> StateMatch | None:
+        """The simulated step's recall and change against the real step's, where both calls
+        were made and the real one has a state; a simulated step that keeps none said nothing."""
+        if self.simulated is None or self.real is None or self.real.state is None:
+            return None
+        if self.real.state.step is None:
+            return None
+        said = self.simulated.state.step if self.simulated.state is not None else None
+        return compare(self.real.state.step, said)
+
 
 @dataclass
 class EpisodeView:
@@ -138,6 +151,12 @@ class EpisodeView:
     @property
     def faults(self) -> int:
         return sum(bool(s.faults) for s in self.steps)
+
+    @property
+    def state_verdicts(self) -> list[StateMatch]:
+        """The state verdict of each step paired with a real step that has a state."""
+        pairs = self.counterpart or []
+        return [m for m in (p.state_match for p in pairs) if m is not None]
 
 
 def step_view(record: CallRecord, first_started: float) -> StepView:
