@@ -302,7 +302,7 @@ def test_the_steps_real_state_goes_through_every_format(tmp_path: Path, capsys):
     assert observations[0]["content"].startswith("<change>\nwrite a.txt\n|alpha\n</change>\n")
     assert observations[1]["content"].startswith("<recall>\nfile a.txt\n</recall>\n")
     # the read's call shows the file as the write left it: the view replayed from the world
-    cat = [m for m in messages if m["role"] == "user" and '"cat a.txt"' in m["content"]][0]
+    cat = next(m for m in messages if m["role"] == "user" and '"cat a.txt"' in m["content"])
     assert "<state>" in cat["content"] and "alpha" in cat["content"]
     capsys.readouterr()
 

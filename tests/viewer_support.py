@@ -23,6 +23,7 @@ from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.records.calls import CallRecord
 from aw_mcp.records.sink import RecordSink, record_file_name
 from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.state.steps import StepState
 from aw_mcp.testing import FakeEngine
 from tests.faults_support import SHOP, client_for, fake_reply, in_episode, scenario_from
 
@@ -44,6 +45,8 @@ def call(
     observation: str | None = None,
     conditions: list[str] | None = None,
     tokens: tuple[int, int] | None = None,
+    state: StepState | None = None,
+    view: str | None = None,
 ) -> CallRecord:
     """One scripted record; ``at`` is seconds after T0 (default: one second per index)."""
     return CallRecord(
@@ -62,6 +65,8 @@ def call(
         else None,
         started_at=T0 + (at if at is not None else float(index)),
         seconds=seconds,
+        state=state,
+        view=view,
     )
 
 

@@ -20,9 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Render every episode of a record directory (--record-dir, aw-mcp record, "
         "generate or eval --closed-loop output) as one HTML file that needs no server and no "
         "network: a timeline per episode, charts of latency, tokens and faults per step, "
-        "filters by domain, tool, source and error, and a side-by-side view of each simulated "
-        "episode with its real counterpart (the real episode of the same id, from RECORD_DIR "
-        "or --real).",
+        "filters by domain, tool, source and error, each step's state where the records keep "
+        "it (the view, the recall and change blocks, their problems), and a side-by-side view "
+        "of each simulated episode with its real counterpart (the real episode of the same id, "
+        "from RECORD_DIR or --real), with the state verdict of each step.",
     )
     p.add_argument("records", type=Path, metavar="RECORD_DIR")
     p.add_argument(

@@ -1,7 +1,8 @@
 """State accuracy: the model's recall and change of a step against the real sandbox's.
 
 A real step (``CallRecord.state`` of a generated episode) says which paths the command read
-and what it changed; a model that keeps state writes its own (``aw_mcp.state.text``). Per step:
+and what it changed; a model that keeps state writes its own (``aw_mcp.state.text``). Per step
+(``aw_mcp.state.compare``, re-exported here):
 
 - **recall** holds when the model named the same paths, each as the same kind (file, folder,
   link, missing), and the same repositories; its compact form gives no content to compare;
@@ -22,34 +23,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aw_mcp.state.compare import StateMatch, change_keys, compare, recall_keys
 from aw_mcp.state.steps import ChangeDir, Copy, GitChange, Move, StepState
 
-
-def recall_keys(step: StepState) -> set[tuple[str, str]]:
-    keys = {(path, state.kind) for path, state in step.recall.paths.items()}
-    return keys | {(facts.repository, "git") for facts in step.recall.git}
-
-
-def change_keys(step: StepState) -> list[str]:
-    return sorted(op.model_dump_json() for op in step.change)
-
-
-@dataclass
-class StateMatch:
-    recall: bool
-    change: bool
-
-    @property
-    def step(self) -> bool:
-        return self.recall and self.change
-
-
-def compare(real: StepState, predicted: StepState | None) -> StateMatch:
-    said = predicted or StepState(cwd=real.cwd)
-    return StateMatch(
-        recall=recall_keys(real) == recall_keys(said),
-        change=change_keys(real) == change_keys(said),
-    )
+__all__ = [
+    "StateMatch",
+    "StateTally",
+    "change_keys",
+    "changed_paths",
+    "compare",
+    "reads_back",
+    "recall_keys",
+    "steps_of",
+]
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """What the HTML report shows of an episode: its steps, charts and real counterpart.
 
 Built from ``CallRecord`` lists (a record directory read by ``load_record_dir``, or a live
-server's episodes), so the same templates serve ``aw-mcp view`` and ``serve --ui``.
+server's episodes), so the same templates serve ``aw-mcp view`` and ``serve --ui``. A step that
+keeps state (``CallRecord.state``, ``view``) also shows the view the model was given, its recall
+and change blocks (``aw_mcp.state.text``) and their problems; beside its real counterpart, the
+state verdict of each step (``aw_mcp.state.compare``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from dataclasses import dataclass, field
 
 from aw_mcp.records.calls import CallRecord
 from aw_mcp.records.reader import RecordedEpisode
+from aw_mcp.state.compare import StateMatch, compare
+from aw_mcp.state.steps import StepState
+from aw_mcp.state.text import render_change, render_recall
 
 # Episode ids of ``aw-mcp eval --closed-loop`` runs: "closed-loop/<id of the real episode>".
 COUNTERPART_PREFIXES = ("closed-loop/",)
@@ -20,6 +26,37 @@ COUNTERPART_PREFIXES = ("closed-loop/",)
 CHART_WIDTH = 600
 BAR_AREA_HEIGHT = 60
 MAX_BAR_WIDTH = 40  # a two-step episode gets two bars, not two walls
+
+
+@dataclass
+class StateView:
+    """A step's state as the page shows it: the view the model was given next to the call, the
+    recall and change blocks in their text form ('' for none), and what of the model's blocks
+    could not be read or applied."""
+
+    step: StepState | None
+    view: str | None
+    recall: str
+    change: str
+    problems: list[str]
+
+    @property
+    def cwd(self) -> str | None:
+        return self.step.cwd if self.step is not None else None
+
+
+def state_view(record: CallRecord) -> StateView | None:
+    """None for a record that keeps no state (older records, profiles that keep none)."""
+    step = record.state
+    if step is None and record.view is None:
+        return None
+    return StateView(
+        step=step,
+        view=record.view,
+        recall=render_recall(step.recall, step.cwd) if step is not None else "",
+        change=render_change(step.change, step.cwd) if step is not None else "",
+        problems=list(step.problems) if step is not None else [],
+    )
 
 
 @dataclass
@@ -36,6 +73,7 @@ class StepView:
     completion_tokens: int | None
     seconds: float
     offset: float  # seconds since the episode's first call started
+    state: StateView | None = None
 
 
 @dataclass
@@ -78,6 +116,17 @@ class StepPair:
             and self.simulated.observation == self.real.observation
         )
 
+    @property
+    def state_match(self) -> StateMatch | None:
+        """The simulated step's recall and change against the real step's, where both calls
+        were made and the real one has a state; a simulated step that keeps none said nothing."""
+        if self.simulated is None or self.real is None or self.real.state is None:
+            return None
+        if self.real.state.step is None:
+            return None
+        said = self.simulated.state.step if self.simulated.state is not None else None
+        return compare(self.real.state.step, said)
+
 
 @dataclass
 class EpisodeView:
@@ -103,6 +152,12 @@ class EpisodeView:
     def faults(self) -> int:
         return sum(bool(s.faults) for s in self.steps)
 
+    @property
+    def state_verdicts(self) -> list[StateMatch]:
+        """The state verdict of each step paired with a real step that has a state."""
+        pairs = self.counterpart or []
+        return [m for m in (p.state_match for p in pairs) if m is not None]
+
 
 def step_view(record: CallRecord, first_started: float) -> StepView:
     stats = record.stats
@@ -119,6 +174,7 @@ def step_view(record: CallRecord, first_started: float) -> StepView:
         completion_tokens=stats.completion_tokens if stats else None,
         seconds=record.seconds,
         offset=round(record.started_at - first_started, 3),
+        state=state_view(record),
     )
 
 
