@@ -63,6 +63,27 @@ async def test_each_served_answer_is_compared_with_real_bash_in_the_served_world
 
 
 @needs_sandbox
+async def test_the_real_session_records_what_each_command_read_and_changed(tmp_path, capsys):
+    """A session that writes a file and reads it back: the real steps carry their state, so
+    eval score tells the read-back apart (the fake engine keeps no state)."""
+    engine = FakeEngine("[exit code: 0]")
+    out = tmp_path / "out"
+    answers = await run_session(
+        make_simulator(engine, "terminal"), ["echo hi > new.txt", "cat new.txt", "pwd"], out
+    )
+    assert [a.right for a in answers] == [True, False, False]
+    (real,) = load_record_dir(out / "real")
+    wrote, read, _ = (r.state for r in real.records)
+    assert wrote is not None and read is not None
+    assert [(op.op, getattr(op, "content", None)) for op in wrote.change] == [("write", "hi\n")]
+    assert list(read.recall.paths) == ["/home/dev/project/new.txt"]
+    assert [r.get("reads_back") for r in _rows(out)] == [False, True, False]
+    assert main(["eval", "score", "--predictions", str(out / "predictions.jsonl")]) == 0
+    table = capsys.readouterr().out
+    assert "| reads back what the session changed | 1 | 0.0 / 0.0 / 0.0 |" in table
+
+
+@needs_sandbox
 async def test_beside_another_shell_the_terminal_worlds_is_the_one_compared(tmp_path):
     """swe serves a run_command too: both are served under prefixed names, and the session
     runs in the terminal world (its user dev; swe's machine is another)."""

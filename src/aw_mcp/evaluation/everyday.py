@@ -5,11 +5,16 @@ The truth is not written anywhere: the commands run in a real bash sandbox built
 served world's facts (the bundled world's, with a ``--world`` file layered on), which makes a
 recorded episode; that episode is replayed closed loop through the server like any held-out
 one, so its rows land in ``predictions.jsonl`` for ``aw-mcp eval score`` as well. An answer is
-right when it is the real one, whitespace at its ends aside (output and exit code).
+right when it is the real one, whitespace at its ends aside (output and exit code). Where
+strace can follow the real shell, each real step also records what it read and changed, so
+``eval score`` gives state accuracy and the answers of steps that read back what the session
+changed.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,11 +26,15 @@ from aw_mcp.errors import UserInputError
 from aw_mcp.evaluation.closed_loop import ClosedLoop, ClosedLoopOptions, sample_keys
 from aw_mcp.evaluation.predictions import PREDICTIONS_FILE
 from aw_mcp.generation.sandbox import BashSandbox, observation_text
+from aw_mcp.generation.state_trace import TraceUnavailable
 from aw_mcp.generation.worlds import from_world
 from aw_mcp.records.calls import CallRecord
 from aw_mcp.records.reader import RecordedEpisode
 from aw_mcp.records.sink import RecordSink
 from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.state.steps import StepState
+
+log = logging.getLogger(__name__)
 
 TOOL = "run_command"
 EPISODE_ID = "everyday"  # every session's, whichever its commands (each gets a folder of its own)
@@ -48,11 +57,23 @@ def same_answer(served: str, real: str) -> bool:
     return served.strip() == real.strip()
 
 
-def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
-    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes.
-    Raises SandboxUnavailable where this machine cannot build the sandbox."""
-    with BashSandbox(world=from_world(world)) as shell:
-        return [observation_text(*shell.run(command)) for command in commands]
+def real_observations(
+    world: WorldSpec, commands: Sequence[str]
+) -> list[tuple[str, StepState | None]]:
+    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes,
+    with what each read and changed where strace can follow the shell (None where it cannot:
+    the session is then scored without state). Raises SandboxUnavailable where this machine
+    cannot build the sandbox."""
+    sandbox = from_world(world)
+    if shutil.which("strace") is not None:
+        try:
+            with BashSandbox(world=sandbox, trace_state=True) as shell:
+                steps = [shell.run_traced(command) for command in commands]
+            return [(observation_text(output, code), step) for output, code, step in steps]
+        except TraceUnavailable as exc:
+            log.warning("%s; the session is scored without state", exc)
+    with BashSandbox(world=sandbox) as shell:
+        return [(observation_text(*shell.run(command)), None) for command in commands]
 
 
 def shell_tool(simulator: WorldSimulator) -> ServedTool:
@@ -84,8 +105,9 @@ def real_session(
             source="real",
             started_at=started,
             seconds=0.0,
+            state=state,
         )
-        for index, (command, observation) in enumerate(
+        for index, (command, (observation, state)) in enumerate(
             zip(commands, real_observations(world, commands), strict=True), start=1
         )
     ]
