@@ -19,7 +19,7 @@ from aw_mcp.evaluation.everyday import (
     render,
     run_session,
 )
-from aw_mcp.evaluation.sessions import FIRST_LOOK_COMMANDS
+from aw_mcp.evaluation.sessions import FIRST_LOOK_COMMANDS, KEEPS_STATE_COMMANDS
 from aw_mcp.generation.sandbox import BashSandbox, SandboxUnavailable
 from aw_mcp.records.reader import load_record_dir
 from aw_mcp.simulation.simulator import WorldSimulator
@@ -145,6 +145,24 @@ async def test_the_first_look_session_asks_for_output_of_the_bundled_world(tmp_p
     by_command = {a.command: a.real for a in answers}
     assert by_command["wc -l main.py"] == "12 main.py\n[exit code: 0]"
     assert by_command["ls *.py"] == "hello.py\nmain.py\n[exit code: 0]"  # made by the session
+
+
+@needs_sandbox
+async def test_the_keeps_state_session_reads_back_what_it_did(tmp_path, capsys):
+    """The third built-in session: every command succeeds but the read of the moved file,
+    and most of its reads depend on what the session itself did."""
+    engine = FakeEngine("[exit code: 0]")
+    out = tmp_path / "out"
+    answers = await run_session(make_simulator(engine, "terminal"), list(KEEPS_STATE_COMMANDS), out)
+    assert len(answers) == 30
+    failed = [a.command for a in answers if not a.real.endswith("[exit code: 0]")]
+    assert failed == ["cat notes/todo.txt"]
+    by_command = {a.command: a.real for a in answers}
+    assert by_command["git log --format=%s"] == "Say tiny\nInitial commit\n[exit code: 0]"
+    assert by_command["cat notes/tasks.txt"] == "buy milk\ncall bob\n[exit code: 0]"
+    assert by_command["ls notes"] == "tasks.txt\n[exit code: 0]"
+    rows = _rows(out)
+    assert sum(bool(r.get("reads_back")) for r in rows) >= 15
 
 
 def test_a_commands_file_skips_comments_and_blank_lines(tmp_path):

@@ -399,8 +399,9 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
         "--session",
         choices=sorted(SESSIONS),
         default="everyday",
-        help="a built-in session: everyday (the default: pwd, whoami, ls, git status, ...) or "
-        "first-look (an agent's first look at the project: ls -la, wc -l, grep -n, ...)",
+        help="a built-in session: everyday (the default: pwd, whoami, ls, git status, ...), "
+        "first-look (an agent's first look at the project: ls -la, wc -l, grep -n, ...) or "
+        "keeps-state (30 commands that make, move, edit, commit and read back what they did)",
     )
     session.add_argument(
         "--commands",

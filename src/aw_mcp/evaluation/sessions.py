@@ -64,8 +64,46 @@ FIRST_LOOK_COMMANDS: tuple[str, ...] = (
     "rm -r build && ls",
 )
 
+# A third session, written on 2026-12-05 for the world-that-keeps-state issue before any
+# state-keeping model was scored on it, and never trained or tuned on: a session that makes,
+# appends, moves, copies, edits, commits and removes, and reads each back. Its answers print
+# no value a simulator cannot know (git quiet, subjects only). Keep it as it is.
+KEEPS_STATE_COMMANDS: tuple[str, ...] = (
+    "ls",
+    "mkdir notes",
+    "echo 'buy milk' > notes/todo.txt",
+    "echo 'call bob' >> notes/todo.txt",
+    "cat notes/todo.txt",
+    "wc -l notes/todo.txt",
+    "mv notes/todo.txt notes/tasks.txt",
+    "ls notes",
+    "cat notes/todo.txt",
+    "cp README.md docs.md",
+    "ls",
+    "sed -i 's/small/tiny/' README.md",
+    "cat README.md",
+    "head -n 1 docs.md",
+    "git status --short",
+    "git add README.md",
+    "git status --short",
+    'git commit -q -m "Say tiny"',
+    "git log --format=%s",
+    "git status --short",
+    "rm docs.md",
+    "ls",
+    "cd notes",
+    "pwd",
+    "sort tasks.txt",
+    "grep -n bob tasks.txt",
+    "cd ..",
+    "cat notes/tasks.txt",
+    "git add notes && git commit -q -m 'Add notes'",
+    "git status --short",
+)
+
 # The built-in sessions, by name (`aw-mcp eval everyday --session NAME`).
 SESSIONS: dict[str, tuple[str, ...]] = {
     "everyday": EVERYDAY_COMMANDS,
     "first-look": FIRST_LOOK_COMMANDS,
+    "keeps-state": KEEPS_STATE_COMMANDS,
 }
