@@ -186,12 +186,12 @@ def test_the_official_mcp_inspector_uses_mcp_json(tmp_path):
 
 @pytest.mark.external
 @pytest.mark.skipif(_inspector() is None, reason=INSPECTOR_MISSING)
-def test_the_inspector_takes_the_http_entry_with_the_type_key_readme_gives(tmp_path):
+def test_the_inspector_needs_a_type_key_on_an_http_entry(tmp_path):
     """The Inspector (2.x) reads an entry without ``type`` as stdio, and langchain refuses a
     ``type`` key, so no HTTP entry suits both (README, Connecting a client): mcp.json keeps
-    langchain's ``transport``, and README's one-key change makes its HTTP entry the
-    Inspector's. Both halves are checked here: unchanged, the Inspector does not reach the
-    HTTP server; with ``"type": "http"`` added, it lists and calls its tools."""
+    langchain's ``transport``, and ``client-config --client inspector`` writes the
+    Inspector's form. Both halves are checked here: unchanged, the Inspector does not reach
+    the HTTP server; with ``"type": "http"`` added, it lists and calls its tools."""
     name = next(n for n, e in CONFIG.items() if "url" in e)
     copy = tmp_path / "mcp.json"
     with_type = {n: {**e, "type": "http"} if "url" in e else e for n, e in CONFIG.items()}
