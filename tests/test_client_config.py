@@ -300,7 +300,10 @@ def test_client_config_absolute_names_this_environments_aw_mcp(capsys):
             ["--client", "claude-desktop", "--transport", "http"],
             "Claude Desktop's config file starts stdio servers only: use --transport stdio",
         ),
-        (["--client", "cursor", "--", "--wrld", "w.yaml"], "not an option of aw-mcp serve: --wrld"),
+        (
+            ["--client", "cursor", "--", "--wrld", "w.yaml"],
+            "not an option of aw-mcp serve: --wrld w.yaml (did you mean --world?)",
+        ),
         (["--client", "cursor", "--", "--port", "x"], "argument --port: invalid int value"),
         (["--client", "cursor", "--", "--transport", "http"], "give --transport to client-config"),
         (
@@ -343,6 +346,9 @@ def test_client_config_out_adds_its_entry_and_keeps_the_rest(tmp_path, capsys):
 # (tools/list and an invalid call need none).
 
 
+STDIO_ENV_FLAG = ["--env", "AW_MCP_LOG_LEVEL=WARNING"]
+
+
 def write_client_config(path: Path, *args: str) -> None:
     """``aw-mcp client-config ARGS -o PATH``, run as a user runs it (its own process)."""
     command = [sys.executable, "-m", "aw_mcp", "client-config", "-o", str(path), *args]
@@ -354,7 +360,15 @@ def write_client_config(path: Path, *args: str) -> None:
 def client_config_file(tmp_path: Path, client: str) -> Iterator[Path]:
     path = tmp_path / f"{client}.json"
     write_client_config(
-        path, "--client", client, "--absolute", "--name", "aw-stdio", "--", *NO_MODEL
+        path,
+        "--client",
+        client,
+        "--absolute",
+        "--name",
+        "aw-stdio",
+        *STDIO_ENV_FLAG,
+        "--",
+        *NO_MODEL,
     )
     with http_serve(tmp_path / "http.log", *NO_MODEL) as url:
         http = ["--transport", "http", "--url", url, "--header", "Aw-Episode-Id: ep-1"]

@@ -24,6 +24,7 @@ HTTP entries carry ``headers`` when ``--header`` is given.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import sys
@@ -243,7 +244,12 @@ def check_serve_arguments(serve_args: list[str]) -> None:
     except argparse.ArgumentError as exc:
         raise UserInputError(f"serve option after --: {exc}") from None
     if unknown:
-        raise UserInputError(f"not an option of aw-mcp serve: {' '.join(unknown)}")
+        message = f"not an option of aw-mcp serve: {' '.join(unknown)}"
+        known = [o for o in parser._option_string_actions if o.startswith("--")]
+        flags = [u.split("=", 1)[0] for u in unknown if u.startswith("--")]
+        if flags and (close := difflib.get_close_matches(flags[0], known, n=1)):
+            message += f" (did you mean {close[0]}?)"
+        raise UserInputError(message)
     if any(a == "--transport" or a.startswith("--transport=") for a in serve_args):
         raise UserInputError("give --transport to client-config (before --), not to serve")
 
