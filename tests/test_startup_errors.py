@@ -98,7 +98,7 @@ def _subcommand(name: str) -> argparse.ArgumentParser:
     return sub.choices[name]
 
 
-@pytest.mark.parametrize("command", ["train", "serve", "capture"])
+@pytest.mark.parametrize("command", ["train", "serve", "capture", "client-config"])
 def test_every_flag_has_help_text(command):
     missing = [
         action.option_strings or [action.dest]

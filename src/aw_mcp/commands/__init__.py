@@ -13,6 +13,7 @@ import importlib
 
 COMMAND_MODULES: list[str] = [
     "serve",
+    "client_config",
     "capture",
     "simulators",
     "faults",
