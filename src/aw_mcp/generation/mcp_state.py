@@ -67,9 +67,12 @@ log = logging.getLogger(__name__)
 MARK_SIGNAL = signal.SIGWINCH  # ignored by default; a traced process still reports it
 
 
+STRACE = "strace"
+
+
 def require_strace() -> None:
     """TraceUnavailable unless strace is installed (checked before any episode runs)."""
-    if shutil.which("strace") is None:
+    if shutil.which(STRACE) is None:
         raise TraceUnavailable("strace is not installed")
 
 
