@@ -182,6 +182,9 @@ def test_swe_calls_record_shell_and_git_server_state(tmp_path: Path):
     assert edit.change == [Write(path=readme, content=text.replace("# invoice-calc", "# ic"))]
     staged = committed.model_copy(update={"status": ["M  README.md"]})
     assert add.change == [GitChange(facts=staged)]
+    # what GitPython hashes and the git config it looks for are git's, not the user's reads
+    assert add.recall.paths == {} and git_commit.recall.paths == {}
+    assert add.recall.git == [staged.model_copy(update={"status": [" M README.md"]})]
     assert git_commit.change == [
         GitChange(facts=committed.model_copy(update={"head": "Shorter title"}))
     ]
