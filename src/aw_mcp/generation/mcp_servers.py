@@ -423,8 +423,6 @@ async def _run_episode(
         label_of: dict[str, str] = {}
         listed_tools: list[dict[str, Any]] = []
         async with AsyncExitStack() as stack:
-            if tracing is not None:
-                stack.callback(tracing.close)  # before the servers and the shell stop
             for label, command in world.servers.items():
                 target = _proxy(world, out, episode, root, command)
                 try:
@@ -453,6 +451,8 @@ async def _run_episode(
                 shell = stack.enter_context(contextlib.closing(world.start_shell(root)))
                 if tracing is not None:
                     tracing.follow_shell(shell)
+            if tracing is not None:
+                stack.callback(tracing.close)  # the traces end before the shell and servers
             recorder = EpisodeRecorder(RecordSink(out), world.domain or world.name, episode)
             seen: list[str] = []  # the observations so far, for Ref arguments
             for tool, arguments in calls:

@@ -98,7 +98,8 @@ def _parent(pid: str) -> int | None:
 def server_pid(proxy_args: list[str]) -> int:
     """The process of the server an ``aw-mcp record`` proxy started: the only child of the
     child of this process whose arguments are ``proxy_args``. TraceUnavailable if there is
-    not exactly one of each."""
+    not exactly one of each, or if that process already has children of its own (a wrapper
+    whose server runs in a child: strace would not follow what was started before it)."""
     me = os.getpid()
     pids = [p for p in os.listdir("/proc") if p.isdigit()]
     proxies = [p for p in pids if _parent(p) == me and _cmdline(p)[1:] == proxy_args]
@@ -107,6 +108,11 @@ def server_pid(proxy_args: list[str]) -> int:
     children = [p for p in pids if _parent(p) == int(proxies[0])]
     if len(children) != 1:
         raise TraceUnavailable(f"the recording proxy has {len(children)} processes, not one")
+    if any(_parent(p) == int(children[0]) for p in pids):
+        raise TraceUnavailable(
+            f"the server {' '.join(_cmdline(children[0]))} runs processes of its own: "
+            "what they do cannot be traced"
+        )
     return int(children[0])
 
 
