@@ -173,3 +173,16 @@ def test_the_sandboxs_changes_applied_in_order_rebuild_the_real_final_state():
     assert state.modes == {f"{P}/lib/app.py": "755"}
     assert (state.git[P].branch, state.git[P].head) == ("feature", "Reorganise")
     assert state.cwd == P
+
+
+def test_making_a_folder_keeps_what_is_known_under_its_new_parents():
+    """Folders implied by a write two levels down are made without dropping what an earlier
+    write put there (pytest writing .pytest_cache/v/cache/nodeids, then .../stepwise)."""
+    state = WorldState(P, "/home/dev")
+    assert state.state_of(P) == PathState(kind="dir", entries=[])
+    cache = f"{P}/.pytest_cache/v/cache"
+    state.apply(
+        [Write(path=f"{cache}/nodeids", content="[]"), Write(path=f"{cache}/stepwise", content="")]
+    )
+    assert state.state_of(cache) == PathState(kind="dir", entries=["nodeids", "stepwise"])
+    assert state.state_of(f"{P}/.pytest_cache") == PathState(kind="dir", entries=["v/"])

@@ -41,6 +41,7 @@ from aw_mcp.records.folder import CAPTURES_FOLDER
 from aw_mcp.records.sink import RecordSink
 from aw_mcp.server.app import progress_reporter
 from aw_mcp.server.episode_identity import EPISODE_HEADER, EPISODE_META_KEY, episode_request
+from aw_mcp.state.steps import StepState
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ class EpisodeRecorder:
         is_error: bool,
         source: ObservationSource,
         started: float,
+        state: StepState | None = None,
     ) -> CallRecord:
         record = CallRecord(
             index=index,
@@ -132,6 +134,7 @@ class EpisodeRecorder:
             source=source,
             started_at=started,
             seconds=round(time.time() - started, 4),
+            state=state,
         )
         self.sink.write(record)
         return record

@@ -45,6 +45,12 @@ from aw_mcp.capture.text_hints import annotate_captures
 from aw_mcp.capture.tools_list import write_capture
 from aw_mcp.domain.loader import bundled_domain_names, load_domain
 from aw_mcp.errors import UserInputError
+from aw_mcp.generation.mcp_state import (
+    EpisodeTracing,
+    FolderState,
+    attach_states,
+    require_strace,
+)
 from aw_mcp.generation.sandbox import (
     BASH,
     PATH,
@@ -157,6 +163,15 @@ class McpWorld:
     # The templates ``--templates`` restricted the episodes to (none: the split's whole pool),
     # written into source.yaml's command so that it records the episodes again.
     drawn_only: list[str] = field(default_factory=list)
+    # The world is the seeded folder, which the tools read and write: each call's record
+    # holds what it read and changed (mcp_state.py), unless generated with --no-state.
+    records_state: bool = False
+    # The working directory the steps' state starts in (default: the shell's, else the
+    # servers').
+    state_cwd: str = ""
+    # Labels of the servers that are git: what they read is read as a git process's (only
+    # the repositories, not the files git hashes or walks).
+    git_servers: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.templates and not self.scripts:
@@ -243,6 +258,15 @@ class McpWorld:
                 metavar="NAME[,NAME...]",
                 help="draw only these episode templates of the split (a wrong name lists them)",
             )
+        if self.records_state:
+            parser.add_argument(
+                "--no-state",
+                dest="state",
+                action="store_false",
+                help="do not record what each call read and changed (by default strace "
+                "follows the servers and the shell, the sandbox's folder is snapshot around "
+                "each call, and each record holds its call's recall and change)",
+            )
         add_quiet_flag(parser)
 
     def generate(self, args: argparse.Namespace) -> list[Path]:
@@ -255,7 +279,15 @@ class McpWorld:
             raise UserInputError(f"--server needs LABEL=COMMAND, got {bad[0]!r}")
         servers = {k: shlex.split(v) for k, v in (s.split("=", 1) for s in args.server)}
         world = self.prepared(servers).drawing_only(args.split, names)
-        return generate_mcp_world(world, args.out, args.seed, args.episodes, args.quiet, args.split)
+        return generate_mcp_world(
+            world,
+            args.out,
+            args.seed,
+            args.episodes,
+            args.quiet,
+            args.split,
+            trace_state=getattr(args, "state", True),
+        )
 
     def episode_calls(self, split: Split, seed: int, number: int) -> list[Call]:
         """The calls of episode ``number`` of ``split`` for ``seed``: drawn from the episode's
@@ -372,16 +404,23 @@ def _proxy(world: McpWorld, out: Path, episode: str, root: Path, command: list[s
 
 
 async def _run_episode(
-    world: McpWorld, out: Path, episode: str, calls: list[Call]
+    world: McpWorld, out: Path, episode: str, calls: list[Call], trace_state: bool = False
 ) -> list[dict[str, Any]]:
     """Run ``calls`` in a fresh sandbox, recording each into ``out``; returns the servers'
     tools as their proxies saved them (each proxy overwrites the domain's capture file when
-    it starts, so it is read after each start)."""
+    it starts, so it is read after each start). ``trace_state``: each record also holds what
+    its call read and changed (mcp_state.py)."""
     capture = out / CAPTURES_FOLDER / f"{world.domain or world.name}.json"
+    records = RecordSink(out).path_for(episode)
     root = Path(tempfile.mkdtemp(prefix=f"aw-{world.name}-"))
+    tracing: EpisodeTracing | None = None
     try:
         world.seed(root)
+        if trace_state:
+            cwd = world.state_cwd or world.shell_workdir or world.workdir or world.mount_at
+            tracing = EpisodeTracing(FolderState(world.mount_at, root), cwd, episode)
         owner: dict[str, Client] = {}
+        label_of: dict[str, str] = {}
         listed_tools: list[dict[str, Any]] = []
         async with AsyncExitStack() as stack:
             for label, command in world.servers.items():
@@ -397,9 +436,12 @@ async def _run_episode(
                         "executable by that user (a virtualenv whose python lives under "
                         "/root is not)"
                     ) from None
+                if tracing is not None:
+                    tracing.follow_server(label, list(target.args), label in world.git_servers)
                 for listed in json.loads(capture.read_text(encoding="utf-8"))["tools"]:
                     if listed["name"] not in owner:
                         owner[listed["name"]] = client
+                        label_of[listed["name"]] = label
                         listed_tools.append(listed)
             shell_tools = {t.name: t for t in world.shell_tools}
             if both := sorted(set(shell_tools) & set(owner)):
@@ -407,6 +449,10 @@ async def _run_episode(
             shell = None
             if shell_tools:
                 shell = stack.enter_context(contextlib.closing(world.start_shell(root)))
+                if tracing is not None:
+                    tracing.follow_shell(shell)
+            if tracing is not None:
+                stack.callback(tracing.close)  # the traces end before the shell and servers
             recorder = EpisodeRecorder(RecordSink(out), world.domain or world.name, episode)
             seen: list[str] = []  # the observations so far, for Ref arguments
             for tool, arguments in calls:
@@ -419,15 +465,28 @@ async def _run_episode(
                     break
                 if shell is not None and tool in shell_tools:
                     call = (shell_tools[tool], arguments)
-                    seen.append(await _shell_call(shell, *call, recorder, episode))
+                    seen.append(await _shell_call(shell, *call, recorder, episode, tracing))
                     continue
+                before = tracing.before() if tracing is not None else None
+                on_file = _records_on_file(records)
                 # A JSON-RPC error is recorded by the proxy (rpc-error); the episode goes on.
                 with contextlib.suppress(MCPError):
                     result = await owner[tool].call_tool(tool, arguments)
                     seen.append(observation_of(result))
+                if tracing is not None:
+                    done = (label_of[tool], before, records, on_file, tool)
+                    await anyio.to_thread.run_sync(tracing.server_call_done, *done)
+        if tracing is not None:  # the proxies have written every record and stopped
+            attach_states(records, tracing.states)
     finally:
+        if tracing is not None:
+            tracing.close()
         shutil.rmtree(root, ignore_errors=True)
     return listed_tools
+
+
+def _records_on_file(path: Path) -> int:
+    return sum(1 for _ in path.open(encoding="utf-8")) if path.exists() else 0
 
 
 async def _shell_call(
@@ -436,12 +495,19 @@ async def _shell_call(
     arguments: dict[str, Any],
     recorder: EpisodeRecorder,
     episode: str,
+    tracing: EpisodeTracing | None = None,
 ) -> str:
     """Run a shell tool's call in the episode's bash and record it, numbered on from the
-    proxies' records in the same file; the observation (output, then ``[exit code: N]``)."""
+    proxies' records in the same file; the observation (output, then ``[exit code: N]``).
+    With ``tracing``, the record holds what the call read and changed."""
     line = tool.command_line(arguments)
     started = time.time()
-    observation = observation_text(*await anyio.to_thread.run_sync(shell.run, line))
+    state = None
+    if tracing is not None:
+        output, code, state = await anyio.to_thread.run_sync(tracing.shell_call, shell, line)
+    else:
+        output, code = await anyio.to_thread.run_sync(shell.run, line)
+    observation = observation_text(output, code)
     recorder.write(
         episode,
         recorder.next_index(episode),
@@ -451,6 +517,7 @@ async def _shell_call(
         is_error=False,  # a failing command is a successful call: its exit code says so
         source="real",
         started=started,
+        state=state,
     )
     return observation
 
@@ -462,9 +529,12 @@ def generate_mcp_world(
     episodes: int,
     quiet: bool = True,
     split: Split = "train",
+    trace_state: bool = True,
 ) -> list[Path]:
     """Record ``episodes`` scripted episodes of ``world``'s ``split`` into ``out`` with its
-    world.yaml and source.yaml. Without ``quiet``, a progress bar counts the episodes."""
+    world.yaml and source.yaml. Without ``quiet``, a progress bar counts the episodes.
+    ``trace_state``: a world that ``records_state`` gives each record what its call read and
+    changed (needs strace; refused before any episode runs without it)."""
     if split not in world.scripts:
         raise UserInputError(
             f"source {world.name} has no {split} episodes ({', '.join(world.scripts)})"
@@ -472,6 +542,9 @@ def generate_mcp_world(
     for label, command in world.servers.items():
         if shutil.which(command[0], path=world.environment()["PATH"]) is None:
             raise SandboxUnavailable(f"the {label} server ({command[0]}) is not installed")
+    trace_state = trace_state and world.records_state
+    if trace_state:
+        require_strace()
     domain = world.domain or world.name
     shell_definitions = shell_tool_definitions(world)  # a missing one fails before recording
     out.mkdir(parents=True, exist_ok=True)
@@ -483,7 +556,7 @@ def generate_mcp_world(
             path = RecordSink(out).path_for(episode)  # where the recording proxy writes it
             path.unlink(missing_ok=True)  # records append: a rerun must not double an episode
             calls = world.episode_calls(split, seed, number)
-            listed = anyio.run(_run_episode, world, out, episode, calls)
+            listed = anyio.run(_run_episode, world, out, episode, calls, trace_state)
             paths.append(path)
     # Each proxy saved its own server's list under the one domain name: keep them all.
     write_capture({"tools": listed + shell_definitions}, out / CAPTURES_FOLDER / f"{domain}.json")
@@ -498,7 +571,7 @@ def generate_mcp_world(
             f"--tools-from {out / CAPTURES_FOLDER / domain}.json" if mirrored else None,
         )
     annotate_captures(out)  # how the server writes its structured answers as text
-    write_source_file(out, world, split, seed, episodes)
+    write_source_file(out, world, split, seed, episodes, trace_state)
     return paths
 
 
@@ -521,8 +594,11 @@ def shell_tool_definitions(world: McpWorld) -> list[dict[str, Any]]:
     ]
 
 
-def write_source_file(out: Path, world: McpWorld, split: Split, seed: int, episodes: int) -> None:
-    """``source.yaml``: what recorded the episodes in ``out``, with the pinned versions."""
+def write_source_file(
+    out: Path, world: McpWorld, split: Split, seed: int, episodes: int, state: bool = True
+) -> None:
+    """``source.yaml``: what recorded the episodes in ``out``, with the pinned versions
+    (``state``: whether the records hold each call's state, for a world that records it)."""
     command = f"aw-mcp generate {world.name} --out {out} --seed {seed} --episodes {episodes}"
     info = {
         "source": world.name,
@@ -533,7 +609,8 @@ def write_source_file(out: Path, world: McpWorld, split: Split, seed: int, episo
         "episodes": episodes,
         "command": command
         + ("" if split == "train" else f" --split {split}")
-        + (f" --templates {','.join(world.drawn_only)}" if world.drawn_only else ""),
+        + (f" --templates {','.join(world.drawn_only)}" if world.drawn_only else "")
+        + (" --no-state" if world.records_state and not state else ""),
         "versions": world.versions,
         "servers": {label: " ".join(cmd) for label, cmd in world.servers.items()},
     }

@@ -118,6 +118,11 @@ class ShellTrace:
             self._lines.put(line.rstrip("\n"))
         self._lines.put(None)
 
+    @property
+    def tracer_pid(self) -> int:
+        """strace's own process."""
+        return self._proc.pid
+
     def next_marker(self) -> tuple[str, str]:
         """(the marker's path, the shell line that stats it without changing ``$?``)."""
         self._count += 1
@@ -229,11 +234,15 @@ def _program(path: str) -> str:
 _INTERPRETERS = re.compile(r"^(python[0-9.]*|node|perl|ruby|php)$")
 
 
-def accesses_of(lines: Iterable[str], shell_pid: int, shell_cwd: str) -> Accesses:
+def accesses_of(
+    lines: Iterable[str], shell_pid: int, shell_cwd: str, all_git: bool = False
+) -> Accesses:
     """What the command's processes opened, listed and looked up. A git process is followed
     only into repositories (the files it hashes for ``status`` and the folders it walks are
     not a read of the user's); inside a ``.git`` folder only git's own accesses count (that
-    ``find`` walks one is not reading the repository's facts)."""
+    ``find`` walks one is not reading the repository's facts). ``all_git``: every process of the
+    trace is git (a git MCP server, which reads repositories in-process as well as through
+    git)."""
     seen = Accesses()
     git_pids: set[str] = set()
     interpreter_pids: set[str] = set()
@@ -260,10 +269,10 @@ def accesses_of(lines: Iterable[str], shell_pid: int, shell_cwd: str) -> Accesse
         if path is None:
             continue
         if "/.git/" in path + "/" or path.endswith("/.git"):
-            if pid in git_pids:
+            if all_git or pid in git_pids:
                 seen.git_read.add(path)
             continue
-        if pid in git_pids:
+        if all_git or pid in git_pids:
             continue
         if name == "getdents64":
             if pid not in interpreter_pids:
@@ -595,13 +604,16 @@ def step_state(
     git_before: dict[str, GitFacts],
     git_after: dict[str, GitFacts],
     skip: Iterable[str] = (),
+    git_touched: Iterable[str] = (),
 ) -> StepState:
-    """One command's recall and change (``cwd``: where it started)."""
+    """One command's recall and change (``cwd``: where it started). ``git_touched``: more
+    repositories git worked on than the trace shows (the change gives their facts where they
+    changed)."""
     cwd_after = seen.shell_cwd or cwd
     repositories = sorted(set(before.repositories) | set(after.repositories))
     touched = {
         repo for path in seen.git_read if (repo := _repository_of(path, repositories)) is not None
-    }
+    } | set(git_touched)
     return StepState(
         cwd=cwd,
         recall=recall_of(seen, before, after, roots, cwd, git_before, skip),

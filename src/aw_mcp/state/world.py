@@ -209,9 +209,13 @@ class WorldState:
             self.paths[path] = self.paths[path].model_copy(update={"unlisted": state.unlisted})
 
     def _make_dir(self, path: str) -> None:
+        """``path`` and its parents are folders; what was known at one of them that is not a
+        folder goes (a folder not known yet keeps what is known under it)."""
         while path not in ("/", ""):
-            if self.paths.get(path, PathState(kind="missing")).kind != "dir":
-                self._remove(path)
+            known = self.paths.get(path)
+            if known is None or known.kind != "dir":
+                if known is not None:
+                    self._remove(path)
                 self.paths[path] = PathState(kind="dir")
             path = posixpath.dirname(path)
 

@@ -135,6 +135,8 @@ SOURCE = McpWorld(
     seed=_seed_os,
     servers={"filesystem": ["mcp-server-filesystem", HOME_ALEX]},
     scripts={"train": _os_script},
+    records_state=True,
+    state_cwd=HOME_ALEX,
     world={
         "facts": {
             "user": "alex (home /home/alex)",

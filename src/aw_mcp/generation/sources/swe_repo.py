@@ -451,4 +451,6 @@ SOURCE = McpWorld(
     shell_tools=[RUN_COMMAND, RUN_TESTS],
     shell_workdir=REPO,
     shell_versions=SHELL_VERSIONS,
+    records_state=True,
+    git_servers=["git"],
 )
