@@ -60,6 +60,11 @@ class TokenConstraint(Protocol):
         """A boolean array over the vocabulary: True where a token is allowed now."""
         ...
 
+    def valid_prefix(self, tokens: Sequence[int]) -> int:
+        """How many of ``tokens``, one after another from now, would be accepted (does not
+        advance): a drafted continuation is cut there."""
+        ...
+
     def accept_token(self, token: int) -> None: ...
 
     def is_terminated(self) -> bool:
@@ -95,6 +100,9 @@ class _LlguidanceMatcher:
 
     def is_allowed(self, token: int) -> bool:
         return self._matcher.validate_tokens([token]) == 1
+
+    def valid_prefix(self, tokens: Sequence[int]) -> int:
+        return int(self._matcher.validate_tokens(list(tokens)))
 
     def allowed_mask(self, n_vocab: int) -> np.ndarray:
         self._matcher.unsafe_compute_mask_ptr(self._bits.ctypes.data, self._bits.nbytes)

@@ -150,6 +150,31 @@ class Decoding:
             return True
         return len(self.out) >= self.max_tokens or n_live >= context_window
 
+    @property
+    def greedy(self) -> bool:
+        """Every token is the likeliest allowed one (temperature 0): what drafts need to be
+        checked against (with sampling, a drafted token is not what a draw would give)."""
+        return self._request.temperature <= 0
+
+    def draft_room(self, n_live: int, context_window: int) -> int:
+        """How many drafted tokens could still be used after the newest chosen one (which
+        is evaluated at position ``n_live``): the rest of ``max_tokens`` and the context."""
+        return max(0, min(self.max_tokens - len(self.out), context_window - n_live - 1))
+
+    def usable_draft(self, draft: Sequence[int]) -> list[int]:
+        """The part of ``draft`` worth checking after the newest chosen token: up to an
+        end-of-generation token (it would end the output: nothing after it is needed), and
+        only what the constraint accepts from its state now (a rejected token ends the
+        draft; the constraint does not advance)."""
+        usable = list(draft)
+        for i, token in enumerate(usable):
+            if self._vocabulary.is_end(token):
+                del usable[i:]
+                break
+        if usable and self._constraint is not None:
+            del usable[self._constraint.valid_prefix(usable) :]
+        return usable
+
     def choose(self, logits: np.ndarray) -> int | None:
         """The next token, or None if the model ended the generation."""
         chooser = self._chooser

@@ -50,6 +50,7 @@ from aw_mcp.engines.constraints import (
 from aw_mcp.engines.constraints import closing_tokens as tokens_made_of
 from aw_mcp.engines.counters import EngineCounters, GenerationStats
 from aw_mcp.engines.decoding import Decoding, DecodingSettings
+from aw_mcp.engines.drafting import ContextDrafter, DraftSettings
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import PromptTokenCache, common_prefix
@@ -74,6 +75,8 @@ class LocalEngineOptions(LocalSettings, DecodingSettings):
     # this is re-evaluated on a copied prefix instead of restored from its snapshot (a
     # restored state takes KV cells for its whole length; see batching.py).
     reevaluate_below: int = 256
+    # How drafts for speculative decoding are found and sized (drafting.py).
+    drafting: DraftSettings = DraftSettings()
 
 
 class LocalEngine(ABC):
@@ -289,7 +292,7 @@ class LocalEngine(ABC):
                 self._evaluate(tokens[prefix:])
                 stats.reused_prompt_tokens = prefix
                 stats.evaluated_prompt_tokens = len(tokens) - prefix
-                text, finish, n_out = self._decode(len(tokens), request, control, constraint)
+                text, finish, n_out = self._decode(tokens, request, control, constraint)
                 stats.completion_tokens = n_out
                 stats.seconds = round(time.perf_counter() - started, 4)
                 self.counters.add_generation(stats)
@@ -300,12 +303,16 @@ class LocalEngine(ABC):
 
     def _decode(
         self,
-        n_live: int,
+        tokens: list[int],
         request: GenerationRequest,
         control: GenerationControl,
         constraint: TokenConstraint | None,
     ) -> tuple[str, Any, int]:
+        """Generate after the prompt ``tokens`` (evaluated: the live state ends with them)."""
         decoding = self._decoding(request, control, constraint)
+        if self._drafts_for(decoding):
+            return self._decode_speculative(tokens, decoding)
+        n_live = len(tokens)
         while not decoding.should_stop(n_live, self.context_window):
             token = decoding.choose(self._logits())
             if token is None:
@@ -314,6 +321,66 @@ class LocalEngine(ABC):
             n_live += 1
             if decoding.after_token():
                 break
+        return decoding.result()
+
+    def _drafts_for(self, decoding: Decoding) -> bool:
+        """Speculative decoding for this generation: on, greedy, and a backend that checks
+        drafts."""
+        return self.options.speculative == "on" and decoding.greedy and self._checks_drafts()
+
+    def _decode_speculative(self, tokens: list[int], decoding: Decoding) -> tuple[str, Any, int]:
+        """``_decode`` with drafts from the context (drafting.py), the same tokens.
+
+        Every token is still chosen by ``decoding.choose`` from the logits of the position
+        before it, as without drafts, so the sampler, the constraint (advanced only by
+        chosen tokens), the loop guard, stop strings, ``max_tokens`` and cancellation see
+        exactly what they see without drafts. What changes is when positions are evaluated:
+        a chosen token is evaluated together with a draft of the tokens that may follow it,
+        with logits for every position (``_evaluate_all``). While the chosen tokens equal
+        the draft, their positions are already evaluated; at the first difference (or when
+        generation ends) the rest of the draft leaves the live state and its KV cells
+        (``_discard``), so the live state is always the prompt and the chosen tokens."""
+        drafter = ContextDrafter(tokens, self.options.drafting)
+        n_live = len(tokens)  # positions in the live state that hold prompt or chosen tokens
+        rows = self._logits()[np.newaxis]  # rows[0]: the logits of the next token
+        pending: list[int] = []  # drafted tokens evaluated after n_live, not yet chosen
+        drafted = accepted = 0  # the current draft's size and what was chosen of it
+        try:
+            while not decoding.should_stop(n_live, self.context_window):
+                token = decoding.choose(rows[0])
+                if token is None:
+                    break
+                drafter.append(token)
+                if pending and pending[0] == token:
+                    pending.pop(0)
+                    rows = rows[1:]
+                    accepted += 1
+                    n_live += 1
+                else:
+                    if pending:  # the model chose otherwise: the draft's rest goes
+                        self._discard(n_live)
+                        pending = []
+                    if drafted:
+                        drafter.feedback(drafted, accepted)
+                    room = decoding.draft_room(n_live, self.context_window)
+                    draft = decoding.usable_draft(drafter.draft(room)) if room else []
+                    rows = self._evaluate_all([token, *draft])
+                    pending, drafted, accepted = list(draft), len(draft), 0
+                    n_live += 1
+                if decoding.after_token():
+                    break
+        finally:
+            if pending:
+                self._discard(n_live)
+            if drafted:
+                drafter.feedback(drafted, accepted)
+            extra = self.counters.extra
+            for name, value in (
+                ("draft_rounds", drafter.drafts),
+                ("draft_tokens", drafter.drafted),
+                ("draft_accepted", drafter.accepted),
+            ):
+                extra[name] = extra.get(name, 0) + value
         return decoding.result()
 
     def _decoding(
@@ -400,6 +467,20 @@ class LocalEngine(ABC):
     @abstractmethod
     def _logits(self) -> np.ndarray:
         """The last evaluated position's logits: a float32 array the caller may modify."""
+
+    def _checks_drafts(self) -> bool:
+        """This backend implements ``_evaluate_all`` and ``_discard`` (speculative decoding)."""
+        return False
+
+    def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
+        """Run ``tokens`` after the live ones in one model call; the logits after each of
+        them, in order: row ``i`` follows ``tokens[i]`` (float32, the caller may modify)."""
+        raise NotImplementedError
+
+    def _discard(self, n: int) -> None:
+        """Keep the first ``n`` live tokens and drop the rest with their KV cells (a
+        draft's rejected tokens: never a reset, ``n`` is past the prompt)."""
+        raise NotImplementedError
 
     @abstractmethod
     def _save_state(self) -> Snapshot | None:
