@@ -86,6 +86,11 @@ class LlamaCppOptions(LlamaCppSettings, LocalEngineOptions):
 
     n_batch: int = 512
     lora_scale: float = 1.0
+    # Flash attention in the single-sequence context (the batched one always has it). With
+    # it, positions evaluated together give the same logits as one at a time, bit for bit;
+    # without it llama.cpp's CPU attention differs by up to ~0.9 in a logit between the two
+    # (measured on SmolLM2), so speculative decoding could change a greedy answer.
+    flash_attn: bool = True
     # Where re-quantized copies are made (None: the models' cache folder).
     requantize_folder: Path | None = None
 
@@ -131,6 +136,7 @@ class LlamaCppEngine(LocalEngine):
                 n_threads_batch=threads,
                 n_gpu_layers=self.options.n_gpu_layers,
                 n_batch=self.options.n_batch,
+                flash_attn=self.options.flash_attn,
                 seed=self.options.seed,
                 verbose=False,
             )
@@ -218,6 +224,31 @@ class LlamaCppEngine(LocalEngine):
 
         pointer = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).copy()
+
+    def _checks_drafts(self) -> bool:
+        return True
+
+    def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
+        """One ``llama_decode`` of ``tokens`` after the live ones, with logits for each
+        (``Llama.eval`` keeps only the last position's)."""
+        import llama_cpp
+
+        llm = self._llm
+        if len(tokens) > llm.n_batch:
+            raise EngineError(f"{len(tokens)} tokens in one step is over n_batch {llm.n_batch}")
+        n_past = llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n_past : n_past + len(tokens)] = tokens
+        llm.n_tokens = n_past + len(tokens)
+        pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
+        return np.ctypeslib.as_array(pointer, shape=(len(tokens), llm.n_vocab())).copy()
+
+    def _discard(self, n: int) -> None:
+        llm = self._llm
+        llm._ctx.kv_cache_seq_rm(-1, n, -1)  # the cells go now: a snapshot saves them all
+        llm.n_tokens = n
 
     def _save_state(self) -> Snapshot | None:
         llm = self._llm
