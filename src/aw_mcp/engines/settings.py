@@ -17,6 +17,7 @@ from aw_mcp.sections import ENGINE, OPENAI, TRANSFORMERS, Section, flag
 EngineName = Literal["llama-cpp", "transformers", "openai"]
 JsonMode = Literal["json_schema", "json_object", "off"]
 DType = Literal["auto", "float32", "float16", "bfloat16"]
+OnOff = Literal["on", "off"]
 
 
 class ModelSettings(Section):
@@ -75,6 +76,16 @@ class LocalSettings(Section):
         ge=1,
         le=256,
         description="llama.cpp: episodes decoded together in one step (1: one at a time)",
+        json_schema_extra=flag(ENGINE),
+    )
+
+    speculative: OnOff = Field(
+        default="off",
+        description="llama.cpp: speculative decoding with drafts from the episode's own "
+        "context (prompt lookup), checked several tokens per model call; the same answer "
+        "token for token; greedy decoding (temperature 0) only, one episode at a time only "
+        "(the batch loop of --batch-slots > 1 and the transformers engine ignore it); off "
+        "until measured faster",
         json_schema_extra=flag(ENGINE),
     )
 
