@@ -84,7 +84,7 @@ class LocalSettings(Section):
         description="llama.cpp: speculative decoding with drafts from the episode's own "
         "context (prompt lookup), checked several tokens per model call; the same answer "
         "token for token; greedy decoding (temperature 0) only, one episode at a time only "
-        "(the batch loop of --batch-slots > 1 and the transformers engine ignore it); off "
+        "(the batch loop of batch_slots > 1 and the transformers engine ignore it); off "
         "until measured faster",
         json_schema_extra=flag(ENGINE),
     )
