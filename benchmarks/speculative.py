@@ -1,0 +1,257 @@
+"""Speculative decoding from the context (--speculative on) against one token at a time.
+
+Every row runs the same calls through llama.cpp engines side by side in one run, modes
+interleaved call by call (so load changes hit all alike):
+
+- off:        one token per model call (flash attention on: the serving default now)
+- on:         drafts from the episode's own context, checked several tokens per call
+- off, no FA: one token per call without flash attention (the single path before drafts;
+              how much flash attention alone costs or gains)
+
+Rows:
+- copy-heavy calls, one episode each: a ``cat`` of a 40-line file shown in an earlier
+  observation, ``ls -la`` after earlier listings, a page snapshot after a click;
+- free-form calls: answers not in the context (a poem, a computed value, an error);
+- 16 concurrent episodes, each one copy-heavy and one free-form call (the single-sequence
+  path: episodes take turns, snapshots between them; ``batch_slots`` 1);
+- a 30-call session: one episode whose history grows, copies and free-form alternating.
+
+For each: seconds per call (median), tokens/s (completion tokens over the engine's
+generation seconds, all calls; the concurrent row: over the wall time of all episodes),
+the acceptance rate (drafted tokens the model chose too), and whether ``on`` wrote the
+same text as ``off`` for every call (it must: greedy decoding, exact).
+Targets (issue 47): copy-heavy >= 1.5x faster, free-form no slower than 5%.
+
+Not measured yet on a quiet machine: written and smoke-run only (``--calls 1``). Run:
+
+    python benchmarks/speculative.py [--model smollm2-135m|PATH] [--lora FILE.gguf]
+        [--threads 1] [--repeats 3] [--max-tokens 400] [--episodes 16] [--session 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from aw_mcp.engines.base import ChatMessage, GenerationRequest, GenerationResult
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+from aw_mcp.testing import SMALL_MODEL
+
+MODES: dict[str, dict[str, Any]] = {
+    "off": {"speculative": "off"},
+    "on": {"speculative": "on"},
+    "off, no FA": {"speculative": "off", "flash_attn": False},
+}
+SYSTEM = "You are a Linux terminal. Answer each command with its exact output, nothing else."
+FILE = "\n".join(
+    f"{i:02d}  total_{i} = compute(alpha_{i}, beta_{i % 5}, gamma='{'xyz'[i % 3]}')"
+    for i in range(40)
+)
+NAMES = ["README.md", "app.py", "config.yaml", "main.go", "notes.txt", "setup.cfg", "tests"]
+LISTING = "total 28\n" + "\n".join(
+    f"-rw-r--r-- 1 user user {100 + 37 * i:5d} Nov 30 12:{i:02d} {name}"
+    for i, name in enumerate(NAMES)
+)
+SNAPSHOT = (
+    "```yaml\n"
+    + "\n".join(
+        f'- link "{name}" [ref=e{i + 3}]:\n  - /url: /files/{name}' for i, name in enumerate(NAMES)
+    )
+    + '\n- button "Upload" [ref=e20]\n```'
+)
+
+
+def _messages(*turns: str) -> list[ChatMessage]:
+    roles = ["user", "assistant"]
+    return [
+        ChatMessage(role="system", content=SYSTEM),
+        *(ChatMessage(role=roles[i % 2], content=t) for i, t in enumerate(turns)),
+    ]
+
+
+COPY_HEAVY = {
+    "cat of a 40-line file": ["$ cat -n app.py", FILE, "$ echo done", "done", "$ cat -n app.py"],
+    "ls -la after listings": ["$ ls -la", LISTING, "$ touch new.txt", "", "$ ls -la"],
+    "snapshot after a click": ["browser_navigate /files", SNAPSHOT, "browser_click e20"],
+}
+FREE_FORM = {
+    "a poem": ["$ echo write four lines about the sea"],
+    "a computed value": ["$ python3 -c 'print(sum(i * i for i in range(40)))'"],
+    "an error": ["$ gcc main.c -o main"],
+}
+
+
+@dataclass
+class Tally:
+    seconds: list[float] = field(default_factory=list)
+    tokens: int = 0
+    generation_seconds: float = 0.0
+    texts: list[str] = field(default_factory=list)
+
+    def add(self, result: GenerationResult, seconds: float) -> None:
+        self.seconds.append(seconds)
+        self.tokens += result.stats.completion_tokens
+        self.generation_seconds += result.stats.seconds
+        self.texts.append(result.text)
+
+    @property
+    def per_call(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else 0.0
+
+    @property
+    def tok_s(self) -> float:
+        return self.tokens / self.generation_seconds if self.generation_seconds else 0.0
+
+
+def _drafts(engine: LlamaCppEngine) -> tuple[int, int]:
+    extra = engine.counters.extra
+    return extra.get("draft_tokens", 0), extra.get("draft_accepted", 0)
+
+
+async def _call(engine: LlamaCppEngine, turns: list[str], key: str, max_tokens: int, tally: Tally):
+    request = GenerationRequest(messages=_messages(*turns), max_tokens=max_tokens, cache_key=key)
+    started = time.perf_counter()
+    result = await engine.generate(request)
+    tally.add(result, time.perf_counter() - started)
+    return result
+
+
+async def row_calls(engines, calls: dict[str, list[str]], repeats: int, max_tokens: int):
+    """Each call ``repeats`` times per mode, modes interleaved; its prompt evaluated first
+    (a one-token call, not counted), so what is timed is the answer, as in an episode whose
+    history is already in the KV cache."""
+    tallies = {mode: Tally() for mode in engines}
+    for r in range(repeats):
+        for name, turns in calls.items():
+            for mode, engine in engines.items():
+                engine.forget_all()
+                await _call(engine, turns, f"{name}-{r}", 1, Tally())
+                await _call(engine, turns, f"{name}-{r}", max_tokens, tallies[mode])
+    return tallies
+
+
+async def row_concurrent(engines, episodes: int, max_tokens: int):
+    """``episodes`` episodes at once per mode, one copy-heavy then one free-form call each."""
+    tallies = {mode: Tally() for mode in engines}
+    copies, frees = list(COPY_HEAVY.values()), list(FREE_FORM.values())
+    for mode, engine in engines.items():
+        engine.forget_all()
+
+        async def episode(i: int, engine=engine, tally=tallies[mode]) -> None:
+            turns = list(copies[i % len(copies)])
+            answer = await _call(engine, turns, f"ep{i}", max_tokens, tally)
+            turns += [answer.text, *frees[i % len(frees)]]
+            await _call(engine, turns, f"ep{i}", max_tokens, tally)
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for i in range(episodes):
+                group.start_soon(episode, i)
+        tallies[mode].generation_seconds = time.perf_counter() - started  # wall, all episodes
+    return tallies
+
+
+async def row_session(engines, calls: int, max_tokens: int):
+    """One episode of ``calls`` calls, its history growing: copies and free-form in turn."""
+    tallies = {mode: Tally() for mode in engines}
+    script = [
+        ["$ cat -n app.py"],
+        ["$ ls -la"],
+        ["$ echo write four lines about the sea"],
+        ["$ head -n 12 app.py"],
+        ["$ python3 -c 'print(sum(i * i for i in range(40)))'"],
+    ]
+    for mode, engine in engines.items():
+        engine.forget_all()
+        history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
+        for i in range(calls):
+            turns = [*history, *script[i % len(script)]]
+            answer = await _call(engine, turns, "session", max_tokens, tallies[mode])
+            history = [*turns, answer.text]
+    return tallies
+
+
+def report(title: str, tallies: dict[str, Tally], drafts: tuple[int, int], target: str) -> None:
+    off, on = tallies["off"], tallies["on"]
+    speedup = on.tok_s / off.tok_s if off.tok_s else 0.0
+    drafted, accepted = drafts
+    same = "yes" if sorted(on.texts) == sorted(off.texts) else "NO"
+    print(f"\n{title}  (on/off tokens/s: {speedup:.2f}x; target {target}; same text: {same})")
+    print(
+        f"  acceptance: {accepted}/{drafted} drafted tokens"
+        + (f" ({accepted / drafted:.0%})" if drafted else "")
+    )
+    for mode, tally in tallies.items():
+        print(
+            f"  {mode:12} {tally.per_call:7.2f} s/call  {tally.tok_s:7.1f} tok/s  "
+            f"{tally.tokens:6d} tokens in {len(tally.seconds)} calls"
+        )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=SMALL_MODEL, help="a catalogue name or a GGUF")
+    parser.add_argument("--lora", type=Path, action="append", default=[])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=400)
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--session", type=int, default=30)
+    parser.add_argument("--calls", type=int, help="smoke run: this many of each kind of call")
+    args = parser.parse_args()
+    copy_heavy, free_form = COPY_HEAVY, FREE_FORM
+    if args.calls:
+        copy_heavy = dict(list(COPY_HEAVY.items())[: args.calls])
+        free_form = dict(list(FREE_FORM.items())[: args.calls])
+
+    engines = {
+        mode: LlamaCppEngine(
+            LlamaCppOptions(
+                model=args.model, n_ctx=8192, threads=args.threads, lora=args.lora, **options
+            )
+        )
+        for mode, options in MODES.items()
+    }
+    for engine in engines.values():
+        engine.load_now()
+    print(f"model {args.model}, {args.threads} thread(s), max_tokens {args.max_tokens}")
+
+    rows = [
+        (
+            "copy-heavy calls",
+            lambda: row_calls(engines, copy_heavy, args.repeats, args.max_tokens),
+            ">= 1.5x",
+        ),
+        (
+            "free-form calls",
+            lambda: row_calls(engines, free_form, args.repeats, args.max_tokens),
+            ">= 0.95x",
+        ),
+        (
+            f"{args.episodes} concurrent episodes",
+            lambda: row_concurrent(engines, args.episodes, args.max_tokens),
+            "-",
+        ),
+        (
+            f"a {args.session}-call session",
+            lambda: row_session(engines, args.session, args.max_tokens),
+            "-",
+        ),
+    ]
+    for title, run, target in rows:
+        before = _drafts(engines["on"])
+        tallies = await run()
+        after = _drafts(engines["on"])
+        report(title, tallies, (after[0] - before[0], after[1] - before[1]), target)
+    for engine in engines.values():
+        await engine.aclose()
+
+
+if __name__ == "__main__":
+    anyio.run(main)
