@@ -135,7 +135,8 @@ CASES: dict[str, tuple[GenerationRequest, bool]] = {
 
 @pytest.fixture(scope="module")
 def engines() -> dict[str, LlamaCppEngine]:
-    pair = {mode: small_engine(speculative=mode) for mode in ("off", "on")}
+    # both with flash attention, as --speculative on has it (exactness is against that)
+    pair = {mode: small_engine(speculative=mode, flash_attn=True) for mode in ("off", "on")}
     for engine in pair.values():
         engine.load_now()
     return pair

@@ -89,8 +89,10 @@ class LlamaCppOptions(LlamaCppSettings, LocalEngineOptions):
     # Flash attention in the single-sequence context (the batched one always has it). With
     # it, positions evaluated together give the same logits as one at a time, bit for bit;
     # without it llama.cpp's CPU attention differs by up to ~0.9 in a logit between the two
-    # (measured on SmolLM2), so speculative decoding could change a greedy answer.
-    flash_attn: bool = True
+    # (measured on SmolLM2), so speculative decoding could change a greedy answer. None: on
+    # exactly when speculative decoding is, so the default path's numerics stay as they were
+    # until the benchmark makes drafting the default.
+    flash_attn: bool | None = None
     # Where re-quantized copies are made (None: the models' cache folder).
     requantize_folder: Path | None = None
 
@@ -136,7 +138,11 @@ class LlamaCppEngine(LocalEngine):
                 n_threads_batch=threads,
                 n_gpu_layers=self.options.n_gpu_layers,
                 n_batch=self.options.n_batch,
-                flash_attn=self.options.flash_attn,
+                flash_attn=(
+                    self.options.speculative == "on"
+                    if self.options.flash_attn is None
+                    else self.options.flash_attn
+                ),
                 seed=self.options.seed,
                 verbose=False,
             )
