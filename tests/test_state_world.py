@@ -122,7 +122,8 @@ def test_the_view_next_to_a_call_looks_up_the_words_it_names_and_interprets_noth
     assert view.startswith(f"<state>\ncwd {P}\n") and view.endswith("</state>")
     assert "file src/app.py\n1|print(1)" in view
     assert "README.md\n1|" not in view  # a glob is not looked up
-    assert "missing.txt" not in view and "out.txt" not in view  # unknown: nothing said
+    # a file the project's folder, listed in full, does not hold is missing before the call
+    assert "missing missing.txt" in view and "missing out.txt" in view
     assert "dir .\n|.git/\n|README.md\n|src/" in view
     assert 'git . main "Add app"' in view
     assert state.view({"path": f"{P}/README.md", "count": 3}).count("file README.md") == 1
@@ -186,3 +187,21 @@ def test_making_a_folder_keeps_what_is_known_under_its_new_parents():
     )
     assert state.state_of(cache) == PathState(kind="dir", entries=["nodeids", "stepwise"])
     assert state.state_of(f"{P}/.pytest_cache") == PathState(kind="dir", entries=["v/"])
+
+
+def test_the_view_says_missing_only_where_the_store_lists_the_folder_in_full():
+    state = WorldState.from_facts(FACTS)
+    assert state is not None
+    state.apply([Move(source=f"{P}/README.md", target=f"{P}/docs/README.md")])
+    view = state.view({"command": "cat README.md src/gone.py ../other.txt /etc/hosts"})
+    assert "missing README.md" in view and "missing src/gone.py" in view
+    # above the project's folder, and outside it, the store does not know every path
+    assert "other.txt" not in view and "/etc/hosts" not in view
+    # plain words, patterns, variables and options name no file
+    view = state.view({"command": "grep -n bob *.txt $HOME/x.txt --out=a.txt 's/a/b/' 0.5"})
+    assert "missing" not in view
+    assert "missing .env" in state.view({"command": "cat .env"})
+    # a folder listed in part (a world copied from a directory) says nothing of the rest
+    state.apply([MakeDir(path=f"{P}/big")])
+    state.paths[f"{P}/big"] = PathState(kind="dir", unlisted="40 more, not listed")
+    assert "missing" not in state.view({"command": "cat big/x.txt"})

@@ -48,6 +48,9 @@ class WorldState:
 
     def __init__(self, cwd: str, home: str | None = None):
         self.cwd = _normal(cwd)
+        # The project's folder, whose every path the facts and the steps' changes list (a
+        # path it does not hold is missing); folders above it hold more than is known.
+        self.root = self.cwd
         self.paths: dict[str, PathState] = {}
         self.modes: dict[str, str] = {}
         self.git: dict[str, GitFacts] = {}
@@ -96,6 +99,7 @@ class WorldState:
 
     def copy(self) -> WorldState:
         other = WorldState(self.cwd)
+        other.root = self.root
         other.paths = dict(self.paths)
         other.modes = dict(self.modes)
         other.git = dict(self.git)
@@ -251,14 +255,24 @@ class WorldState:
         holding = [r for r in self.git if path == r or path.startswith(r.rstrip("/") + "/")]
         return self.git[max(holding, key=len)] if holding else None
 
+    def lists_all_of(self, folder: str) -> bool:
+        """Whether the store knows every path in ``folder``: one in the project's folder
+        (or the folder itself), listed in full."""
+        known = self.paths.get(folder)
+        inside = folder == self.root or folder.startswith(self.root + "/")
+        return inside and known is not None and known.kind == "dir" and not known.unlisted
+
     def view(self, arguments: dict[str, Any]) -> str:
         """What stands next to a call: the working directory with its entries, every path
         the call's string arguments name word for word (relative to the working directory)
-        that the store knows, and the repository the working directory is in."""
+        that the store knows, each word that names a file in a folder the store lists in
+        full but not in it as missing, and the repository the working directory is in."""
         named: dict[str, PathState] = {}
         for word in _words(arguments):
             path = absolute(word, self.cwd)
             state = self.state_of(path)
+            if state is None and _names_a_file(word) and self.lists_all_of(_parent(path)):
+                state = PathState(kind="missing")
             if state is not None and path != self.cwd:
                 named[path] = state
         here = self.state_of(self.cwd)
@@ -327,6 +341,18 @@ def _listed_state(note: str, folder: bool) -> PathState:
     if sized := _SIZED.match(note):
         return PathState(kind="file", size=int(sized.group(1)))
     return PathState(kind="file")
+
+
+def _names_a_file(word: str) -> bool:
+    """A word that reads as a file's path (``notes/todo.txt``, ``main.py``): not a plain
+    word (``bob``), a pattern, a variable or an option's value."""
+    if word in (".", "..") or re.fullmatch(r"[\d.]+", word):  # a folder, a number
+        return False
+    return ("/" in word or "." in word) and not re.search(r"[*?\[\]{}$=:'\"\s]", word)
+
+
+def _parent(path: str) -> str:
+    return posixpath.dirname(path) or "/"
 
 
 def _as_list(value: Any) -> list[Any]:
