@@ -192,3 +192,25 @@ def test_huge_content_is_kept_as_text_for_the_bookkeeping_to_limit():
     assert parsed.problems == []
     [op] = parsed.step.change
     assert isinstance(op, Write) and op.content == content
+
+
+def test_blocks_written_twice_or_in_the_other_order_never_reach_the_agent():
+    """A small model may write its blocks twice, or change before recall: every block at
+    the start is taken off the answer; the first of each kind is read, a repeat is not."""
+    twice = (
+        "<recall>\nfile a.txt\n</recall>\n<change>\nmkdir out\n</change>\n"
+        "<recall>\nfile b.txt\n</recall>\n<change>\nrm a.txt\n</change>\nhi\n[exit code: 0]"
+    )
+    parsed = parse_step(twice, "/p")
+    assert parsed.answer == "hi\n[exit code: 0]"
+    assert list(parsed.step.recall.paths) == ["/p/a.txt"]
+    assert [op.op for op in parsed.step.change] == ["mkdir"]
+    assert parsed.problems == [
+        "a second <recall> block: left out of the answer, not read",
+        "a second <change> block: left out of the answer, not read",
+    ]
+    swapped = parse_step(
+        "<change>\nmkdir out\n</change>\n<recall>\nfile a.txt\n</recall>\nhi", "/p"
+    )
+    assert (swapped.answer, swapped.problems) == ("hi", [])
+    assert list(swapped.step.recall.paths) == ["/p/a.txt"] and len(swapped.step.change) == 1

@@ -421,12 +421,22 @@ def parse_step(text: str, cwd: str) -> ParsedStep:
     change: list[ChangeOp] = []
     rest = text
     had_blocks = False
-    for opening, closing in ((RECALL_OPEN, RECALL_CLOSE), (CHANGE_OPEN, CHANGE_CLOSE)):
-        lines, rest, problem = _block(rest, opening, closing)
+    read: set[str] = set()
+    # The blocks at the start, in the trained order (recall, change) or the other; a block
+    # of a kind already read is taken off the answer too but neither read nor applied (a
+    # small model sometimes writes its blocks twice), so no block reaches the agent.
+    while opening := next((o for o in (RECALL_OPEN, CHANGE_OPEN) if rest.startswith(o)), None):
+        closing = RECALL_CLOSE if opening == RECALL_OPEN else CHANGE_CLOSE
+        lines, after, problem = _block(rest, opening, closing)
+        if lines is None:
+            break
+        rest = after
         if problem:
             problems.append(problem)
-        if lines is None:
+        if opening in read:
+            problems.append(f"a second {opening} block: left out of the answer, not read")
             continue
+        read.add(opening)
         had_blocks = True
         for line, body in _groups(lines):
             try:
