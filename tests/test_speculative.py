@@ -15,6 +15,9 @@ from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationReques
 from aw_mcp.engines.llama_cpp import LlamaCppEngine
 from tests.conftest import REPO_ROOT, small_engine
 
+# the small model decodes some thousand tokens here, twice each
+pytestmark = pytest.mark.slow
+
 SYSTEM = "You are a Linux terminal. Answer each command with its exact output, nothing else."
 FILE = "\n".join(
     f"{i:02d}  total_{i} = compute(alpha_{i}, beta_{i % 5}, gamma='{'xyz'[i % 3]}')"
