@@ -44,6 +44,11 @@ class EngineCounters:
         self.reused_prompt_tokens += stats.reused_prompt_tokens
         self.completion_tokens += stats.completion_tokens
 
+    def add_extra(self, **counts: int) -> None:
+        """Add to counters of one engine's own (``extra``: grammar steps, drafts, ...)."""
+        for name, value in counts.items():
+            self.extra[name] = self.extra.get(name, 0) + value
+
     @classmethod
     def total(cls, parts: list[EngineCounters]) -> EngineCounters:
         """The sum of several instances' counters (an engine pool reports one total)."""
@@ -51,8 +56,7 @@ class EngineCounters:
         for part in parts:
             for f in fields(cls):
                 if f.name == "extra":
-                    for key, value in part.extra.items():
-                        result.extra[key] = result.extra.get(key, 0) + value
+                    result.add_extra(**part.extra)
                 else:
                     setattr(result, f.name, getattr(result, f.name) + getattr(part, f.name))
         return result

@@ -223,10 +223,8 @@ class Decoding:
             self._constraint = None
 
     def _count_grammar(self, chooser: ConstrainedChooser) -> None:
-        extra = self._counters.extra
-        for name, value in (
-            ("grammar_steps", chooser.steps),
-            ("grammar_rejections", chooser.rejections),
-            ("grammar_closing_steps", chooser.closing_steps),
-        ):
-            extra[name] = extra.get(name, 0) + value
+        self._counters.add_extra(
+            grammar_steps=chooser.steps,
+            grammar_rejections=chooser.rejections,
+            grammar_closing_steps=chooser.closing_steps,
+        )

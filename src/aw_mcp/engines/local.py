@@ -374,13 +374,11 @@ class LocalEngine(ABC):
                 self._discard(n_live)
             if drafted:
                 drafter.feedback(drafted, accepted)
-            extra = self.counters.extra
-            for name, value in (
-                ("draft_rounds", drafter.drafts),
-                ("draft_tokens", drafter.drafted),
-                ("draft_accepted", drafter.accepted),
-            ):
-                extra[name] = extra.get(name, 0) + value
+            self.counters.add_extra(
+                draft_rounds=drafter.drafts,
+                draft_tokens=drafter.drafted,
+                draft_accepted=drafter.accepted,
+            )
         return decoding.result()
 
     def _decoding(
