@@ -205,3 +205,24 @@ def test_the_view_says_missing_only_where_the_store_lists_the_folder_in_full():
     state.apply([MakeDir(path=f"{P}/big")])
     state.paths[f"{P}/big"] = PathState(kind="dir", unlisted="40 more, not listed")
     assert "missing" not in state.view({"command": "cat big/x.txt"})
+
+
+def test_the_view_names_what_changed_since_the_repositorys_facts():
+    """The repository's facts are those git last reported; what steps changed in its work
+    tree since is named beside them (bookkeeping: no status is computed)."""
+    state = WorldState.from_facts(FACTS)
+    assert state is not None
+    assert "changed since these facts" not in state.view({"command": "git status"})
+    state.apply([Write(path=f"{P}/README.md", content="# new\n")])
+    state.apply([Move(source=f"{P}/src/app.py", target=f"{P}/app.py"), MakeDir(path="/tmp/x")])
+    view = state.view({"command": "git status --short"})
+    assert "changed since these facts: README.md app.py src/app.py" in view
+    # a step in which git reported the repository's facts: they are as of its end
+    facts = GitFacts(repository=P, branch="main", head="Add app", status=[" M README.md"])
+    state.apply([Write(path=f"{P}/b.txt", content="b\n"), GitChange(facts=facts)])
+    view = state.view({"command": "git status"})
+    assert "changed since these facts" not in view and "| M README.md" in view
+    # outside the repository, or inside .git: nothing for git to see
+    state.apply([Write(path="/home/dev/notes.txt", content="x\n")])
+    state.apply([Write(path=f"{P}/.git/info/exclude", content="x\n")])
+    assert "changed since these facts" not in state.view({"command": "git status"})

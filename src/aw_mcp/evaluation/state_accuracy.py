@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aw_mcp.state.compare import StateMatch, change_keys, compare, recall_keys
-from aw_mcp.state.steps import ChangeDir, Copy, GitChange, Move, StepState
+from aw_mcp.state.steps import StepState, changed_paths
 
 __all__ = [
     "StateMatch",
@@ -88,19 +88,6 @@ def steps_of(extra: dict[str, Any]) -> tuple[StepState, StepState | None] | None
 # -- reading back: the steps whose answer depends on what the session itself changed ---------
 
 
-def changed_paths(step: StepState) -> set[str]:
-    """The paths and repositories a step's change touched (a move or copy: both ends)."""
-    touched: set[str] = set()
-    for op in step.change:
-        if isinstance(op, Move | Copy):
-            touched |= {op.source, op.target}
-        elif isinstance(op, GitChange):
-            touched.add(op.facts.repository)
-        elif not isinstance(op, ChangeDir):
-            touched.add(op.path)
-    return touched
-
-
 def reads_back(steps: list[StepState | None]) -> list[bool | None]:
     """Per step of one episode, in order: whether it read a path (or a repository) that an
     earlier step changed, a folder holding one, or a path inside one (None: no real state).
@@ -113,7 +100,7 @@ def reads_back(steps: list[StepState | None]) -> list[bool | None]:
             continue
         read = set(step.recall.paths) | {facts.repository for facts in step.recall.git}
         flags.append(any(_related(path, done) for path in read for done in changed))
-        changed |= changed_paths(step)
+        changed |= changed_paths(step.change)
     return flags
 
 

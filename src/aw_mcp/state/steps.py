@@ -153,3 +153,17 @@ class StepState(_Strict):
         default_factory=list,
         description="What of the model's blocks could not be read, or of its change applied.",
     )
+
+
+def changed_paths(change: list[ChangeOp]) -> set[str]:
+    """The paths and repositories a step's change touched (a move or copy: both ends; a
+    change of directory touches none)."""
+    touched: set[str] = set()
+    for op in change:
+        if isinstance(op, Move | Copy):
+            touched |= {op.source, op.target}
+        elif isinstance(op, GitChange):
+            touched.add(op.facts.repository)
+        elif not isinstance(op, ChangeDir):
+            touched.add(op.path)
+    return touched

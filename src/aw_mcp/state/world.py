@@ -34,8 +34,9 @@ from aw_mcp.state.steps import (
     Recall,
     Remove,
     Write,
+    changed_paths,
 )
-from aw_mcp.state.text import absolute, render_recall
+from aw_mcp.state.text import absolute, relative, render_recall
 
 MAX_PATHS = 5000  # paths a store keeps; past it, new paths are refused
 MAX_TOTAL_TEXT = 1024 * 1024  # bytes of file content a store keeps
@@ -54,6 +55,9 @@ class WorldState:
         self.paths: dict[str, PathState] = {}
         self.modes: dict[str, str] = {}
         self.git: dict[str, GitFacts] = {}
+        # per repository: the paths steps changed since git last reported its facts (what
+        # `git status` would weigh; the store never computes a status itself)
+        self.unseen: dict[str, set[str]] = {}
         for folder in (self.cwd, _normal(home) if home else None):
             if folder:
                 self._make_dir(folder)
@@ -103,6 +107,7 @@ class WorldState:
         other.paths = dict(self.paths)
         other.modes = dict(self.modes)
         other.git = dict(self.git)
+        other.unseen = {repository: set(paths) for repository, paths in self.unseen.items()}
         return other
 
     # -- applying a step's change ----------------------------------------------------------
@@ -110,11 +115,31 @@ class WorldState:
     def apply(self, change: Iterable[ChangeOp]) -> list[str]:
         """Apply a step's ops in order; returns why each refused one was refused."""
         problems: list[str] = []
+        applied: list[ChangeOp] = []
         for op in change:
             problem = self._apply_one(op)
             if problem:
                 problems.append(f"{op.op}: {problem}")
+            else:
+                applied.append(op)
+        self._note_unseen(applied)
         return problems
+
+    def _note_unseen(self, applied: list[ChangeOp]) -> None:
+        """Keep, per repository, what the step changed in its work tree; a repository whose
+        facts the step reports (git ran) has seen all of it: its facts are as of the call's
+        end."""
+        reported = {_normal(op.facts.repository) for op in applied if isinstance(op, GitChange)}
+        for path in changed_paths([op for op in applied if not isinstance(op, GitChange)]):
+            path = _normal(path)
+            facts = self.repository_of(path)
+            if facts is None or facts.repository in reported:
+                continue
+            inside = path[len(facts.repository) :].lstrip("/")
+            if inside and inside != ".git" and not inside.startswith(".git/"):
+                self.unseen.setdefault(facts.repository, set()).add(path)
+        for repository in reported:
+            self.unseen.pop(repository, None)
 
     def _apply_one(self, op: ChangeOp) -> str | None:
         if isinstance(op, ChangeDir):
@@ -281,6 +306,9 @@ class WorldState:
         repository = self.repository_of(self.cwd)
         recall = Recall(paths=named, git=[repository] if repository else [])
         body = render_recall(recall, self.cwd).split("\n")[1:-1]
+        if repository is not None and (unseen := self.unseen.get(repository.repository)):
+            shown = " ".join(sorted(relative(path, self.cwd) for path in unseen))
+            body.append(f"changed since these facts: {shown}")
         return "\n".join([STATE_OPEN, f"cwd {self.cwd}", *body, STATE_CLOSE])
 
     def summary(self) -> str:
