@@ -57,23 +57,24 @@ def same_answer(served: str, real: str) -> bool:
     return served.strip() == real.strip()
 
 
-def real_observations(
-    world: WorldSpec, commands: Sequence[str]
-) -> list[tuple[str, StepState | None]]:
-    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes,
-    with what each read and changed where strace can follow the shell (None where it cannot:
-    the session is then scored without state). Raises SandboxUnavailable where this machine
-    cannot build the sandbox."""
-    sandbox = from_world(world)
+def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
+    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes.
+    Raises SandboxUnavailable where this machine cannot build the sandbox."""
+    with BashSandbox(world=from_world(world)) as shell:
+        return [observation_text(*shell.run(command)) for command in commands]
+
+
+def real_steps(world: WorldSpec, commands: Sequence[str]) -> list[tuple[str, StepState | None]]:
+    """:func:`real_observations`, each with what its command read and changed where strace
+    can follow the shell (None where it cannot: the session is then scored without state)."""
     if shutil.which("strace") is not None:
         try:
-            with BashSandbox(world=sandbox, trace_state=True) as shell:
-                steps = [shell.run_traced(command) for command in commands]
-            return [(observation_text(output, code), step) for output, code, step in steps]
+            with BashSandbox(world=from_world(world), trace_state=True) as shell:
+                traced = [shell.run_traced(command) for command in commands]
+            return [(observation_text(output, code), step) for output, code, step in traced]
         except TraceUnavailable as exc:
             log.warning("%s; the session is scored without state", exc)
-    with BashSandbox(world=sandbox) as shell:
-        return [(observation_text(*shell.run(command)), None) for command in commands]
+    return [(observation, None) for observation in real_observations(world, commands)]
 
 
 def shell_tool(simulator: WorldSimulator) -> ServedTool:
@@ -108,7 +109,7 @@ def real_session(
             state=state,
         )
         for index, (command, (observation, state)) in enumerate(
-            zip(commands, real_observations(world, commands), strict=True), start=1
+            zip(commands, real_steps(world, commands), strict=True), start=1
         )
     ]
     return RecordedEpisode(EPISODE_ID, domain, records)
