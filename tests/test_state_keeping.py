@@ -127,3 +127,18 @@ async def test_a_profile_that_keeps_no_state_serves_as_before():
     async with Client(build_server(plain)) as client:
         assert await run(client, "echo hi") == "hi\n[exit code: 0]"
     assert "<state>" not in engine.requests[0].messages[-1].content
+
+
+async def test_a_world_with_no_state_still_has_the_blocks_taken_off():
+    """The os world names no working directory, so there is no state to keep; a model that
+    keeps state still writes its blocks, and the agent never sees them."""
+    engine = FakeEngine("<recall>\nfile /home/alex/notes.txt\n</recall>\nbuy tea")
+    simulator = WorldSimulator(
+        Catalogue([load_domain("os")]), engine, EpisodeStore(), profile=SmallStateProfile()
+    )
+    async with Client(build_server(simulator)) as client:
+        result = await client.call_tool(
+            "read_text_file", {"path": "/home/alex/notes.txt"}, meta={EPISODE_META_KEY: "e1"}
+        )
+    assert result.content[0].text == "buy tea"
+    assert "<state>" not in engine.requests[0].messages[-1].content  # no view: no state

@@ -62,8 +62,9 @@ class ObservationGenerator:
         progress: ProgressCallback | None = None,
         state: WorldState | None = None,
     ) -> tuple[ToolAnswer, GenerationStats, StepState | None]:
-        """:meth:`generate`; with ``state`` (a profile that keeps state), the blocks the model
-        wrote before the observation are read against it and taken off the answer."""
+        """:meth:`generate`; with a profile that keeps state, the blocks the model wrote
+        before the observation are read against ``state`` (None: the world keeps none) and
+        taken off the answer."""
         domain, spec = served.domain, served.spec
         schema = spec.model_output_schema
         # A world condition (a read-only disk, a site that is down) may change the answer's
@@ -88,7 +89,7 @@ class ObservationGenerator:
             result = await generate_with_progress(self.engine, request, progress)
             text = self.profile.extract_observation(result.text)
             step = None
-            if state is not None:
+            if self.profile.keeps_state:
                 read = read_step(text, state)
                 text, step = read.answer.strip("\n"), read.step
             if schema is None:

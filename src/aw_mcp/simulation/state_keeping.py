@@ -34,12 +34,15 @@ class ReadStep:
     step: StepState
 
 
-def read_step(text: str, state: WorldState) -> ReadStep:
+def read_step(text: str, state: WorldState | None) -> ReadStep:
     """The observation and the step of a model's answer (its blocks taken off), read against
-    the state the call started in."""
-    parsed = parse_step(text, state.cwd)
+    the state the call started in. A world with no state (no working directory) still has
+    its blocks taken off: a model that keeps state writes them whatever the world; paths
+    are then read against the root."""
+    cwd = state.cwd if state is not None else "/"
+    parsed = parse_step(text, cwd)
     if not parsed.had_blocks:  # it read and changed nothing, by its own account
-        return ReadStep(answer=text, step=StepState(cwd=state.cwd))
+        return ReadStep(answer=text, step=StepState(cwd=cwd))
     return ReadStep(
         answer=parsed.answer,
         step=parsed.step.model_copy(update={"problems": parsed.problems}),
