@@ -72,10 +72,12 @@ SNAPSHOT = (
 
 
 def _messages(*turns: str) -> list[ChatMessage]:
-    roles = ["user", "assistant"]
     return [
         ChatMessage(role="system", content=SYSTEM),
-        *(ChatMessage(role=roles[i % 2], content=t) for i, t in enumerate(turns)),
+        *(
+            ChatMessage(role="user" if i % 2 == 0 else "assistant", content=t)
+            for i, t in enumerate(turns)
+        ),
     ]
 
 
