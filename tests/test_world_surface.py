@@ -21,10 +21,11 @@ from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.files.yaml import parse_yaml_text
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.server.world_surface import template_pattern
+from aw_mcp.server.world_surface import template_pattern, unfenced
 from aw_mcp.simulation.simulator import WorldSimulator
 from aw_mcp.testing import FakeEngine
 from tests.helpers import TINY_DOMAIN, make_server, text_of
+from tests.test_text_grammars import _accepts
 
 pytestmark = pytest.mark.anyio
 NOTES_DOMAIN = Path(__file__).parent / "data" / "notes_domain.yaml"
@@ -117,6 +118,68 @@ async def test_completions_come_one_a_line_from_the_world_model():
     assert by_prompt.completion.values == ["todo.md", "todo-old.md"]
     assert by_template.completion.values == ["todo.md", "todo-old.md"]
     assert '"value": "to"' in engine.requests[0].messages[-1].content
+
+
+async def test_completions_never_carry_fence_lines():
+    engine = FakeEngine("```markdown\nto\n```")  # what the default answered before
+    _, server = notes_server(engine)
+    async with Client(server) as client:
+        prompt_ref = types.PromptReference(type="ref/prompt", name="summarize")
+        result = await client.complete(prompt_ref, {"name": "note", "value": "to"})
+    assert result.completion.values == ["to"]
+    # and the local engines' decoding keeps to values, one a line, never a fence
+    grammar = engine.requests[0].grammar
+    assert grammar is not None
+    assert _accepts(grammar.lark, "todo.md\ntodo-old.md\n") and _accepts(grammar.lark, "")
+    assert not _accepts(grammar.lark, "```markdown\nto\n```\n")
+    assert not _accepts(grammar.lark, "".join(f"v{i}\n" for i in range(11)))
+
+
+async def test_a_resource_or_prompt_wrapped_whole_in_a_fence_is_unwrapped():
+    engine = FakeEngine("```markdown\n# b\n- ship it\n```")
+    _, server = notes_server(engine)
+    async with Client(server) as client:
+        read = await client.read_resource("notes://b.md")
+        prompt = await client.get_prompt("summarize", {"note": "b.md"})
+    assert read.contents[0].text == "# b\n- ship it"
+    assert prompt.messages[0].content.text == "# b\n- ship it"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("a\n```py\nx\n```", True),  # prose before the block
+        ("```\na\n```\nb\n```", True),  # two blocks' fences: the content's own
+        ("```json\n{}\n```\n", False),
+        ("~~~\nx\n~~~", False),
+    ],
+)
+def test_only_a_fence_around_the_whole_text_is_taken_off(text, kept):
+    assert (unfenced(text) == text) is kept
+
+
+async def test_a_resource_the_world_facts_give_reads_as_given_until_the_world_changes():
+    engine = FakeEngine(echo_last_action)
+    simulator, server = notes_server(engine)
+    meta = {EPISODE_META_KEY: "ep"}
+    async with Client(server) as client:
+        first = await client.read_resource("notes://todo.md", meta=meta)
+        await client.get_prompt("summarize", {"note": "todo.md"}, meta=meta)  # changes nothing
+        again = await client.read_resource("notes://todo.md", meta=meta)
+        await client.call_tool("write_note", {"name": "todo.md", "text": "- sell milk"}, meta=meta)
+        after = await client.read_resource("notes://todo.md", meta=meta)
+    assert first.contents[0].text == again.contents[0].text == "- buy milk"
+    assert after.contents[0].text.startswith("ECHO")  # the world model answers now
+    [episode] = simulator.episodes.find("ep")
+    assert [(r.tool, r.source) for r in episode.records] == [
+        ("resources/read", "replay"),
+        ("prompts/get", "model"),
+        ("resources/read", "replay"),
+        ("write_note", "model"),
+        ("resources/read", "model"),
+    ]
+    # the fact stays in the prompt the world model answers from
+    assert "notes://todo.md: - buy milk" in engine.requests[-1].messages[0].content
 
 
 async def test_faults_match_resource_reads_by_their_method_name():

@@ -35,6 +35,7 @@ from mcp import MCPError, types
 from aw_mcp.domain.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.domain.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import ClientExchange, DomainSpec, ToolSimulation, ToolSpec
+from aw_mcp.engines.text_grammars import TextGrammar
 from aw_mcp.records.calls import COMPLETE, GET_PROMPT, READ_RESOURCE
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import client_episode, connection_state
@@ -84,6 +85,8 @@ ACTIONS = {
             guidance="Up to 10 values that complete the argument's current value, one a "
             "line, most likely first. Nothing else.",
             max_tokens=128,
+            # values, one a line; never a fence line (a small model wraps lists in fences)
+            answer_grammar=TextGrammar(lark='start: value{0,10}\nvalue: /[^`\\s][^\\n]*/ "\\n"'),
         ),
     ),
 }
@@ -156,9 +159,9 @@ class WorldSurface:
         if answer.content:  # a canned result's blocks (a fault rule's): binary content too
             contents = [resource_contents(b, uri, readable.mime_type) for b in answer.content]
         else:
-            contents = [
-                types.TextResourceContents(uri=uri, mime_type=readable.mime_type, text=answer.text)
-            ]
+            text = unfenced(answer.text)
+            mime = readable.mime_type
+            contents = [types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
         return types.ReadResourceResult(contents=contents)
 
     async def get_prompt(
@@ -195,7 +198,7 @@ class WorldSurface:
         answer = await self._simulate(
             ctx, domain, GET_PROMPT, {"name": name, "arguments": given}, client
         )
-        blocks = answer.content or [{"type": "text", "text": answer.text}]
+        blocks = answer.content or [{"type": "text", "text": unfenced(answer.text)}]
         messages = [
             types.PromptMessage(
                 role="user", content=CONTENT_BLOCK.validate_python(b, by_name=False)
@@ -226,7 +229,8 @@ class WorldSurface:
         if params.context and params.context.arguments:
             arguments["context"] = params.context.arguments
         answer = await self._simulate(ctx, domain, COMPLETE, arguments)
-        values = list(dict.fromkeys(v.strip() for v in answer.text.splitlines() if v.strip()))
+        lines = (v.strip() for v in answer.text.splitlines())
+        values = list(dict.fromkeys(v for v in lines if v and not FENCE_LINE.match(v)))
         return types.CompleteResult(
             completion=types.Completion(values=values[:MAX_COMPLETIONS], has_more=False)
         )
@@ -250,6 +254,22 @@ class WorldSurface:
         if answer.is_error:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{action} failed: {answer.text}")
         return answer
+
+
+FENCE_LINE = re.compile(r"(`{3,}|~{3,})[\w+.-]*\Z")
+
+
+def unfenced(text: str) -> str:
+    """A resource's or prompt's text without a markdown fence wrapped around all of it: the
+    content is raw (a small model fences it anyway, although told not to)."""
+    lines = text.strip("\n").split("\n")
+    opening = FENCE_LINE.match(lines[0].strip())
+    if len(lines) < 2 or opening is None or lines[-1].strip() != opening.group(1):
+        return text
+    inner = lines[1:-1]
+    if any(line.lstrip().startswith(opening.group(1)) for line in inner):
+        return text  # more than one block: the fences are the content's own
+    return "\n".join(inner)
 
 
 def resource_contents(
