@@ -28,6 +28,10 @@ the texts not always the same); a 30-call session on a quiet machine is still to
 
     python benchmarks/speculative.py [--model smollm2-135m|PATH] [--lora FILE.gguf]
         [--threads 1] [--repeats 3] [--max-tokens 400] [--episodes 16] [--session 30]
+        [--engine transformers]
+
+``--engine transformers`` runs off and on on the transformers engine (the GGUF dequantized
+to float32; no LoRA there): the same loop, its own numerics, so "on" is held to "off".
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ MODES: dict[str, dict[str, Any]] = {
     "off": {"speculative": "off"},
     "on": {"speculative": "on"},
     "off, FA": {"speculative": "off", "flash_attn": True},
+}
+TRANSFORMERS_MODES: dict[str, dict[str, Any]] = {
+    "off": {"speculative": "off"},
+    "on": {"speculative": "on"},
 }
 SYSTEM = "You are a Linux terminal. Answer each command with its exact output, nothing else."
 FILE = "\n".join(
@@ -188,7 +196,8 @@ def report(title: str, tallies: dict[str, Tally], drafts: tuple[int, int], targe
     speedup = on.tok_s / off.tok_s if off.tok_s else 0.0
     drafted, accepted = drafts
     # exactness is against the same numerics: "on" and "off, FA" both use flash attention
-    same = "yes" if sorted(on.texts) == sorted(tallies["off, FA"].texts) else "NO"
+    reference = tallies.get("off, FA", off)  # transformers: no flash attention switch
+    same = "yes" if sorted(on.texts) == sorted(reference.texts) else "NO"
     print(f"\n{title}  (on/off tokens/s: {speedup:.2f}x; target {target}; same text: {same})")
     print(
         f"  acceptance: {accepted}/{drafted} drafted tokens"
@@ -211,23 +220,38 @@ async def main() -> None:
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--session", type=int, default=30)
     parser.add_argument("--calls", type=int, help="smoke run: this many of each kind of call")
+    parser.add_argument("--engine", choices=["llama-cpp", "transformers"], default="llama-cpp")
+    parser.add_argument("--rows", help="comma-separated row numbers to run (1-4; default all)")
     args = parser.parse_args()
     copy_heavy, free_form = COPY_HEAVY, FREE_FORM
     if args.calls:
         copy_heavy = dict(list(COPY_HEAVY.items())[: args.calls])
         free_form = dict(list(FREE_FORM.items())[: args.calls])
 
-    engines = {
-        mode: LlamaCppEngine(
-            LlamaCppOptions(
-                model=args.model, n_ctx=8192, threads=args.threads, lora=args.lora, **options
+    engines: dict[str, Any]
+    if args.engine == "transformers":
+        from aw_mcp.engines.transformers_engine import TransformersEngine, TransformersOptions
+
+        engines = {
+            mode: TransformersEngine(
+                TransformersOptions(model=args.model, n_ctx=8192, threads=args.threads, **options)
             )
-        )
-        for mode, options in MODES.items()
-    }
+            for mode, options in TRANSFORMERS_MODES.items()
+        }
+    else:
+        engines = {
+            mode: LlamaCppEngine(
+                LlamaCppOptions(
+                    model=args.model, n_ctx=8192, threads=args.threads, lora=args.lora, **options
+                )
+            )
+            for mode, options in MODES.items()
+        }
     for engine in engines.values():
         engine.load_now()
-    print(f"model {args.model}, {args.threads} thread(s), max_tokens {args.max_tokens}")
+    print(
+        f"{args.engine}: model {args.model}, {args.threads} thread(s), max_tokens {args.max_tokens}"
+    )
 
     rows = [
         (
@@ -251,7 +275,10 @@ async def main() -> None:
             "-",
         ),
     ]
-    for title, run, target in rows:
+    picked = {int(n) for n in args.rows.split(",")} if args.rows else set(range(1, 5))
+    for number, (title, run, target) in enumerate(rows, start=1):
+        if number not in picked:
+            continue
         before = _drafts(engines["on"])
         tallies = await run()
         after = _drafts(engines["on"])

@@ -244,6 +244,29 @@ class TransformersEngine(LocalEngine):
     def _logits(self) -> np.ndarray:
         return self._last_logits.float().cpu().numpy().copy()
 
+    def _checks_drafts(self) -> bool:
+        # a draft's rejected tokens are cropped off the cache: not where layers cannot be
+        return _croppable(self._live_cache().cache)
+
+    def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
+        """One forward pass of ``tokens`` after the live ones, with logits for each."""
+        import torch
+
+        live = self._live_cache()
+        with torch.inference_mode():
+            ids = torch.tensor([tokens], dtype=torch.long, device=self._model.device)
+            out = self._model(input_ids=ids, **cache_argument(live.cache), use_cache=True)
+        live.tokens.extend(tokens)
+        self._last_logits = out.logits[0, -1]
+        return out.logits[0].float().cpu().numpy().copy()
+
+    def _discard(self, n: int) -> None:
+        live = self._live_cache()
+        extra = len(live.tokens) - n
+        if extra > 0:
+            live.cache.crop(-extra)
+            del live.tokens[n:]
+
     def _save_state(self) -> Snapshot | None:
         live, self._live = self._live, None  # the cache object moves into the store
         if live is None:
