@@ -81,12 +81,11 @@ class LocalSettings(Section):
 
     speculative: OnOff = Field(
         default="off",
-        description="llama.cpp: speculative decoding with drafts from the episode's own "
-        "context (prompt lookup), checked several tokens per model call: copying answers "
-        "about 1.8x faster; greedy decoding (temperature 0) only, one episode at a time "
-        "only (the batch loop of batch_slots > 1 and the transformers engine ignore it); "
-        "off by default: with the default model a greedy choice can differ now and then "
-        "(docs/engines.md)",
+        description="speculative decoding with drafts from the episode's own context "
+        "(prompt lookup), checked several tokens per model call: copying answers about 1.8x "
+        "faster on llama.cpp; greedy decoding (temperature 0) only, one episode at a time "
+        "only (the batch loop of batch_slots > 1 ignores it); off by default: on llama.cpp "
+        "with the default model a greedy choice can differ now and then (docs/engines.md)",
         json_schema_extra=flag(ENGINE),
     )
 
