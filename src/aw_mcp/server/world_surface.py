@@ -35,7 +35,6 @@ from mcp import MCPError, types
 from aw_mcp.domain.answers import CONTENT_BLOCK, ToolAnswer
 from aw_mcp.domain.catalogue import Catalogue, ServedTool
 from aw_mcp.domain.models import ClientExchange, DomainSpec, ToolSimulation, ToolSpec
-from aw_mcp.engines.text_grammars import TextGrammar
 from aw_mcp.records.calls import COMPLETE, GET_PROMPT, READ_RESOURCE
 from aw_mcp.server.client_requests import ClientCannotAnswer, gather
 from aw_mcp.server.episode_identity import client_episode, connection_state
@@ -81,12 +80,14 @@ ACTIONS = {
         description="Suggest values for an argument of a prompt or resource template.",
         inputSchema={"type": "object", "properties": {"ref": {}, "argument": {}}},
         annotations={"readOnlyHint": True},
-        simulation=ToolSimulation(
-            guidance="Up to 10 values that complete the argument's current value, one a "
-            "line, most likely first. Nothing else.",
-            max_tokens=128,
-            # values, one a line; never a fence line (a small model wraps lists in fences)
-            answer_grammar=TextGrammar(lark='start: value{0,10}\nvalue: /[^`\\s][^\\n]*/ "\\n"'),
+        simulation=ToolSimulation.model_validate(
+            {
+                "guidance": "Up to 10 values that complete the argument's current value, one "
+                "a line, most likely first. Nothing else.",
+                "max_tokens": 128,
+                # values, one a line; never a fence line (a small model wraps lists in fences)
+                "answer_grammar": {"lark": 'start: value{0,10}\nvalue: /[^`\\s][^\\n]*/ "\\n"'},
+            }
         ),
     ),
 }
