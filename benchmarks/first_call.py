@@ -24,6 +24,25 @@ first call is no slower than the ones after it (those answer with more text). Ag
 core): terminal 1.15 s / 1.04 s (1.10x), os 0.74 s / 2.84 s (0.26x), swe 1.41 s / 2.58 s (0.55x).
 With s7 (the default since; --settle 45, the machine otherwise idle): terminal 1.08 s / 1.00 s
 (1.08x), os 0.77 s / 2.80 s (0.27x), swe 1.43 s / 2.56 s (0.56x).
+
+Every bundled domain and a second episode, 2026-12-06 (the default model with its bundled
+adapters, web's and swe's own for those; one thread, --settle 45, --later 3, a training run
+busy on the other core; 8.5 minutes for the seven): first call of episode 1 / median of 3
+later calls / first call of episode 2, then the prompt tokens evaluated / reused by the two
+first calls:
+
+    android   3.52 s /  1.17 s /  3.27 s   12 / 2106   1 / 2117   (43 tokens answered)
+    mcp       0.83 s /  2.50 s /  0.57 s   19 / 1128   1 / 1146   (7)
+    os        0.79 s /  2.92 s /  0.51 s   10 / 639    1 / 648    (6)
+    search   14.84 s / 13.97 s / 12.55 s   32 / 2314   1 / 2345   (169)
+    swe       1.37 s /  2.41 s /  1.14 s   18 / 866    1 / 883    (14)
+    terminal  1.08 s /  1.03 s /  0.86 s   13 / 668    1 / 680    (11)
+    web       8.70 s /  9.74 s /  8.37 s   29 / 2175   1 / 2203   (105)
+
+The shared prefix is evaluated once per server: episode 1's first call finds it from the
+warm-up and evaluates only its own action; episode 2's (the same call) finds it in episode
+1's state and evaluates one token. What a first call costs is its answer (android's device
+list is 43 tokens, search's results 169).
 """
 
 from __future__ import annotations
