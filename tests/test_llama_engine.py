@@ -11,6 +11,7 @@ from mcp import Client
 
 from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.errors import EngineError
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
 from aw_mcp.testing import small_model_path
@@ -75,6 +76,50 @@ async def test_switching_episodes_restores_kv_snapshots_instead_of_re_evaluating
         assert second.stats.restored_snapshot, episode_id
         assert second.stats.reused_prompt_tokens >= first.stats.prompt_tokens
     assert small_model_engine.counters.snapshot_restores >= 2
+
+
+async def test_a_new_episode_starts_from_the_kept_state_that_shares_most_of_its_prompt():
+    """Two worlds served side by side (two domains: two long system prompts). A new episode
+    of the first world, begun while the other world's episode holds the live state, copies
+    the kept state of the first world's episode and evaluates only what follows their shared
+    prefix, instead of that world's whole prefix again; the copied state stays kept, so its
+    own episode still restores it (issue 47)."""
+    engine = small_engine(batch_slots=1)
+    await engine.start()
+    systems = {
+        world: ChatMessage(
+            role="system",
+            content=f"You simulate the {world} machine. "
+            + " ".join(f"Fact {i}: {world} has the file notes-{i}.txt." for i in range(30)),
+        )
+        for world in ("alpha", "beta")
+    }
+    stats = {}
+    for episode, world, command in [
+        ("a1", "alpha", "pwd"),
+        ("b1", "beta", "pwd"),
+        ("a2", "alpha", "ls"),
+        ("a1", "alpha", "whoami"),
+    ]:
+        messages = [systems[world], ChatMessage(role="user", content=command)]
+        result = await engine.generate(
+            GenerationRequest(messages=messages, cache_key=episode, max_tokens=4)
+        )
+        stats[episode, command] = result.stats
+    shared = common_prefix(
+        *(
+            engine._tokenize([systems["alpha"], ChatMessage(role="user", content=c)])
+            for c in ("pwd", "ls")
+        )
+    )
+    second = stats["a2", "ls"]
+    assert shared > 300  # the system turn and more
+    assert second.reused_prompt_tokens == shared
+    assert second.evaluated_prompt_tokens == second.prompt_tokens - shared < 20
+    assert not second.restored_snapshot  # a copy of another episode's state, not its own
+    assert engine.counters.extra["cache_forks"] == 1
+    again = stats["a1", "whoami"]
+    assert again.restored_snapshot and again.reused_prompt_tokens >= shared
 
 
 async def test_a_snapshot_budget_too_small_evicts_and_still_answers():
