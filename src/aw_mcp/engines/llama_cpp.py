@@ -31,7 +31,7 @@ from aw_mcp.engines.base import ChatMessage, default_inference_threads
 from aw_mcp.engines.batching import BatchEntry, KVFull
 from aw_mcp.engines.chat_format import ChatRenderer
 from aw_mcp.engines.json_grammar import GrammarError
-from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
+from aw_mcp.engines.local import MIN_FORK_TOKENS, LocalEngine, LocalEngineOptions
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.engines.settings import LlamaCppSettings
 from aw_mcp.engines.snapshots import Snapshot
@@ -41,12 +41,6 @@ from aw_mcp.models.fetch import resolve_model
 from aw_mcp.models.requantize import requantized
 
 log = logging.getLogger(__name__)
-
-# A new episode may copy the kept state of one of the most recently kept episodes that shares
-# more of its prompt than the live state does, by at least this many tokens (a copy of ~2000
-# tokens' state takes milliseconds; evaluating them takes seconds on a CPU).
-FORK_CANDIDATES = 8
-MIN_FORK_GAIN = 16
 
 
 def chat_renderer(llm: Any) -> ChatRenderer:
@@ -286,15 +280,12 @@ class LlamaCppEngine(LocalEngine):
         idle episode of this world holds its prefix (instructions, tools, world facts,
         demonstrations): that state is copied in (its snapshot stays kept for its own
         episode: restoring only reads it), and the prefix match keeps what it shares."""
-        best, best_len = None, common_prefix(self._live_tokens(), tokens) + MIN_FORK_GAIN - 1
-        for snapshot in self.snapshots.recent(FORK_CANDIDATES):
-            n = common_prefix(snapshot.tokens, tokens)
-            if n > best_len:
-                best, best_len = snapshot, n
+        live = common_prefix(self._live_tokens(), tokens)
+        best = self._kept_state_sharing(tokens, more_than=live + MIN_FORK_TOKENS - 1)
         if best is None:
             return
         if self._restore_state(best):
-            self.counters.extra["cache_forks"] = self.counters.extra.get("cache_forks", 0) + 1
+            self.counters.add_extra(cache_forks=1)
         else:
             log.warning("could not copy a kept KV state for a new episode; evaluating its prompt")
 

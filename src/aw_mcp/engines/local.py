@@ -60,6 +60,13 @@ from aw_mcp.errors import EngineError
 
 log = logging.getLogger(__name__)
 
+# A new episode may start from a copy of one of the most recently kept states that shares
+# the beginning of its prompt (instructions, tools, world facts, demonstrations), when that
+# saves at least MIN_FORK_TOKENS of evaluation (a copy takes milliseconds, evaluating
+# thousands of tokens seconds on a CPU).
+FORK_CANDIDATES = 8
+MIN_FORK_TOKENS = 16
+
 
 class LocalEngineOptions(LocalSettings, DecodingSettings):
     """A local engine's options: its settings (threads, KV snapshot memory, batch slots), how
@@ -493,6 +500,16 @@ class LocalEngine(ABC):
         """A new episode's start state. Default: keep the live one; the prefix match reuses
         whatever it shares with the prompt."""
         return None
+
+    def _kept_state_sharing(self, tokens: list[int], more_than: int) -> Snapshot | None:
+        """Of the recently kept states, the one sharing the longest prefix with ``tokens``,
+        if it shares more than ``more_than`` tokens (a new episode's candidate to copy)."""
+        best, best_len = None, more_than
+        for snapshot in self.snapshots.recent(FORK_CANDIDATES):
+            n = common_prefix(snapshot.tokens, tokens)
+            if n > best_len:
+                best, best_len = snapshot, n
+        return best
 
     @abstractmethod
     def detokenize(self, tokens: Sequence[int]) -> str:

@@ -33,8 +33,7 @@ import numpy as np
 from aw_mcp.engines.base import ChatMessage, default_inference_threads
 from aw_mcp.engines.chat_format import TRANSCRIPT_ACTION, render_transcript
 from aw_mcp.engines.constraints import GrammarError
-from aw_mcp.engines.local import LocalEngine, LocalEngineOptions
-from aw_mcp.engines.sequences import common_prefix
+from aw_mcp.engines.local import MIN_FORK_TOKENS, LocalEngine, LocalEngineOptions
 from aw_mcp.engines.settings import TransformersSettings
 from aw_mcp.engines.snapshots import Snapshot
 from aw_mcp.engines.transformers_cache import cache_argument
@@ -46,8 +45,6 @@ log = logging.getLogger(__name__)
 
 
 PREFILL_CHUNK = 512  # prompt tokens per forward pass (bounds activation memory)
-FORK_CANDIDATES = 8  # most recent caches a new episode may copy its shared prefix from
-MIN_FORK_TOKENS = 16  # below this, a fresh cache is cheaper than a copy
 
 
 class TransformersOptions(TransformersSettings, LocalEngineOptions):
@@ -282,14 +279,10 @@ class TransformersEngine(LocalEngine):
         prompt (caches are mutated in place by every forward pass: copy before cropping)."""
         if self._live is not None and self._live.tokens:
             return
-        best, best_len = None, 0
-        for snapshot in self.snapshots.recent(FORK_CANDIDATES):
-            n = common_prefix(snapshot.tokens, tokens)
-            if n > best_len:
-                best, best_len = snapshot, n
-        if best is not None and best_len >= MIN_FORK_TOKENS and _croppable(best.state):
+        best = self._kept_state_sharing(tokens, more_than=MIN_FORK_TOKENS - 1)
+        if best is not None and _croppable(best.state):
             self._live = _LiveCache(list(best.tokens), copy.deepcopy(best.state))
-            self.counters.extra["cache_forks"] = self.counters.extra.get("cache_forks", 0) + 1
+            self.counters.add_extra(cache_forks=1)
         else:
             self._live = _LiveCache([], self._new_cache())
 
