@@ -1,7 +1,10 @@
 """The path from "I have a server" to a mirror of it, as README's how-to gives it: put
 `aw-mcp record` in front of the real server for a short session, then serve its saved
 tools/list with the recorded calls as grounding. Runs on a small real server
-(mcp-server-time from PyPI) and the shipped default world model."""
+(mcp-server-time from PyPI) and the shipped default world model. What grounding shows the
+model is tests/test_grounding.py's; here: the folder `record` writes is what `--grounding`
+retrieves from, and the mirror serves the real tools and answers them (their shape is held by
+the tools' outputSchema)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from aw_mcp.capture.record_proxy import proxy_target
+from aw_mcp.simulation.grounding import GroundingIndex
 
 pytestmark = [pytest.mark.quality, pytest.mark.anyio]
 
@@ -24,7 +28,7 @@ SESSION = [  # a short scripted session, as a user's client would make
 ]
 
 
-async def test_a_recorded_session_makes_a_mirror_that_answers_in_the_server_s_shape(tmp_path):
+async def test_a_recorded_session_grounds_a_mirror_that_serves_the_real_tools(tmp_path):
     pytest.importorskip("mcp_server_time")
     out = tmp_path / "my-server"
     real = [sys.executable, "-m", "mcp_server_time"]
@@ -32,6 +36,10 @@ async def test_a_recorded_session_makes_a_mirror_that_answers_in_the_server_s_sh
         recorded = [await client.call_tool(name, arguments) for name, arguments in SESSION]
     capture = out / "tools" / "time.json"
     assert capture.is_file() and len(list(out.glob("*.jsonl"))) == 1
+    # what --grounding will show for a conversion: the session's real conversions
+    name, arguments = SESSION[2]
+    shown = GroundingIndex.from_record_dir(out).retrieve(name, arguments, [])
+    assert shown and shown[0].observation == recorded[2].content[0].text
 
     env = {k: v for k, v in os.environ.items() if k != "AW_MCP_MODEL"}  # the plain default
     mirror = StdioServerParameters(  # command two

@@ -80,6 +80,8 @@ ACTIONS = {
         description="Suggest values for an argument of a prompt or resource template.",
         inputSchema={"type": "object", "properties": {"ref": {}, "argument": {}}},
         annotations={"readOnlyHint": True},
+        # validated from data: its answer_grammar's model lives in engines, which the
+        # server layer does not import (tests/test_architecture.py)
         simulation=ToolSimulation.model_validate(
             {
                 "guidance": "Up to 10 values that complete the argument's current value, one "
