@@ -108,6 +108,24 @@ async def test_a_restarted_server_rebuilds_the_state_from_the_records(tmp_path):
     assert f"cwd {P}/old\ndir .\n|notes.txt\nfile notes.txt\n1|buy tea\n2|pay rent\n" in view
 
 
+async def test_a_view_repeats_no_block_an_earlier_view_showed_and_a_restart_cuts_the_same(
+    tmp_path,
+):
+    engine = FakeEngine(scripted)
+    async with Client(build_server(simulator(engine, tmp_path))) as client:
+        await run(client, "cat notes.txt")
+        await run(client, "wc -l notes.txt")
+    assert "file notes.txt\n1|buy tea\n" in engine.requests[0].messages[-1].content
+    second = engine.requests[1].messages[-1].content
+    assert second.endswith(f"<state>\ncwd {P}\ndir . as above\nfile notes.txt as above\n</state>")
+    restarted = FakeEngine(scripted)
+    async with Client(build_server(simulator(restarted, tmp_path))) as client:
+        await run(client, "cat notes.txt")
+    assert restarted.requests[0].messages[-1].content.endswith("file notes.txt as above\n</state>")
+    # the earlier turns come back as they were served, the first view whole
+    assert "file notes.txt\n1|buy tea\n" in restarted.requests[0].messages[-5].content
+
+
 async def test_history_cut_to_fit_is_told_as_the_state_it_left():
     engine = FakeEngine(scripted, context_window=900)
     async with Client(build_server(simulator(engine))) as client:

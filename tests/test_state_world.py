@@ -23,7 +23,7 @@ from aw_mcp.state.steps import (
     Remove,
     Write,
 )
-from aw_mcp.state.world import WorldState
+from aw_mcp.state.world import WorldState, news_only
 from tests.helpers import needs_sandbox
 
 P = "/home/dev/project"
@@ -226,3 +226,27 @@ def test_the_view_names_what_changed_since_the_repositorys_facts():
     state.apply([Write(path="/home/dev/notes.txt", content="x\n")])
     state.apply([Write(path=f"{P}/.git/info/exclude", content="x\n")])
     assert "changed since these facts" not in state.view({"command": "git status"})
+
+
+def test_a_view_shows_a_block_once_and_as_above_while_it_is_the_same():
+    """A file's content, a folder's entries and a repository's status stand in the prompt
+    once: a later view that would repeat them word for word gives their head line only."""
+    state = WorldState.from_facts(FACTS)
+    assert state is not None
+    first = news_only(state.view({"command": "cat README.md"}), [])
+    assert first == state.view({"command": "cat README.md"})  # nothing shown before
+    again = news_only(state.view({"command": "wc -l README.md"}), [first, None])
+    assert "dir . as above" in again and "file README.md as above" in again
+    assert "|# demo" not in again and f"cwd {P}" in again
+    # what changed is shown whole, the rest still cut; one-line blocks are always shown
+    state.apply([Write(path=f"{P}/README.md", content="# new\n")])
+    changed = news_only(state.view({"command": "cat README.md nope.txt"}), [first, again])
+    assert "file README.md\n1|# new" in changed and "missing nope.txt" in changed
+    # back to the first content: the last showing (# new) differs, so it is shown whole
+    state.apply([Write(path=f"{P}/README.md", content="# demo\n")])
+    back = news_only(state.view({"command": "cat README.md"}), [first, again, changed])
+    assert "file README.md\n1|# demo" in back
+    # the same names from another working directory are other paths: shown whole
+    elsewhere = first.replace(f"cwd {P}", "cwd /srv")
+    assert news_only(elsewhere, [first]) == elsewhere
+    assert news_only("not a view", [first]) == "not a view"

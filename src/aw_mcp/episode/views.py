@@ -3,14 +3,15 @@ one (real records from a sandbox; a server that kept no state).
 
 The server keeps an episode's state as it goes (``simulation.state_keeping``); training and
 export render recorded episodes, and give each turn the view it would have had: the state kept
-from the world's facts through every earlier turn's change.
+from the world's facts through every earlier turn's change, each block an earlier view
+showed cut as the server cuts it (``news_only``).
 """
 
 from __future__ import annotations
 
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.records.calls import Turn
-from aw_mcp.state.world import WorldState
+from aw_mcp.state.world import WorldState, news_only
 
 
 def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[str]]:
@@ -24,7 +25,11 @@ def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[st
     viewed: list[Turn] = []
     summaries: list[str] = []
     for turn in turns:
-        view = turn.view if turn.view is not None else state.view(turn.action.arguments)
+        if turn.view is None:
+            earlier = (t.view for t in viewed if t.reached_world)
+            view = news_only(state.view(turn.action.arguments), earlier)
+        else:
+            view = turn.view
         viewed.append(turn.model_copy(update={"view": view}))
         if turn.state is not None:
             state.apply(turn.state.change)

@@ -34,6 +34,7 @@ from aw_mcp.simulation.restore import RecordRestorer
 from aw_mcp.simulation.settings import SimulationSettings
 from aw_mcp.simulation.state_keeping import StateKeeper
 from aw_mcp.state.steps import StepState
+from aw_mcp.state.world import news_only
 
 if TYPE_CHECKING:
     from aw_mcp.simulation.grounding import GroundingIndex
@@ -132,7 +133,11 @@ class WorldSimulator:
             decision = self.faults.decide(episode, served, arguments)
             record.faults = [f.as_record() for f in decision.fired]
             state = self.keeper.state_of(episode, served) if self.keeper else None
-            view = state.view(arguments) if state is not None else None
+            view = (
+                news_only(state.view(arguments), (t.view for t in episode.turns if t.reached_world))
+                if state is not None
+                else None
+            )
             try:
                 answer, source, stats, step = await self._answer(
                     episode, served, action, decision, progress, view

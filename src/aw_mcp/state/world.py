@@ -41,6 +41,7 @@ from aw_mcp.state.text import absolute, relative, render_recall
 MAX_PATHS = 5000  # paths a store keeps; past it, new paths are refused
 MAX_TOTAL_TEXT = 1024 * 1024  # bytes of file content a store keeps
 STATE_OPEN, STATE_CLOSE = "<state>", "</state>"
+AS_ABOVE = " as above"  # a view's block an earlier view showed word for word, cut to its head
 
 
 class WorldState:
@@ -327,6 +328,50 @@ class WorldState:
         recall = Recall(paths=sized, git=list(self.git.values()))
         body = render_recall(recall, self.cwd).split("\n")[1:-1]
         return "\n".join([STATE_OPEN, f"cwd {self.cwd}", *body, STATE_CLOSE])
+
+
+def news_only(view: str, earlier: Iterable[str | None]) -> str:
+    """``view`` with each block that the last earlier view showing it showed word for word
+    (same working directory, same lines) cut to its first line and ``as above``: a file's content, a
+    folder's entries or a repository's status stand in the prompt once, not once a call.
+
+    A block is a head line (``file notes.txt``, ``dir .``, ``git . main "Start"``) and the
+    lines under it; one-line blocks are always shown. ``earlier``: the views of the turns
+    before, in order, as they were served (a cut block there is not a showing); ``None`` for
+    a turn served without one. Text in, text out, so a restarted server, training and export
+    all cut the same views from the records."""
+    last_shown: dict[tuple[str, str], tuple[str, ...]] = {}  # (cwd, head) -> its lines
+    for text in earlier:
+        if text:
+            cwd, blocks = _view_blocks(text)
+            last_shown.update(((cwd, block[0]), block) for block in blocks if len(block) > 1)
+    cwd, blocks = _view_blocks(view)
+    if not cwd:
+        return view
+    lines = [STATE_OPEN, cwd]
+    for block in blocks:
+        seen = len(block) > 1 and last_shown.get((cwd, block[0])) == block
+        lines += [block[0] + AS_ABOVE] if seen else list(block)
+    return "\n".join([*lines, STATE_CLOSE])
+
+
+# The lines under a block's head: file lines (``3|text``, ``...``, ``\``, ``(empty)``),
+# folder entries and status lines (``|name``), what a folder does not list (``... 2 more``).
+_CONTINUATION = re.compile(r"^(\d+\||\||\.\.\.|\\$|\(empty\)$)")
+
+
+def _view_blocks(view: str) -> tuple[str, list[tuple[str, ...]]]:
+    """A view's ``cwd`` line and its blocks (empty: not a view)."""
+    lines = view.split("\n")
+    if len(lines) < 3 or lines[0] != STATE_OPEN or not lines[1].startswith("cwd "):
+        return "", []
+    blocks: list[list[str]] = []
+    for line in lines[2:-1]:
+        if blocks and _CONTINUATION.match(line):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    return lines[1], [tuple(block) for block in blocks]
 
 
 def _words(arguments: dict[str, Any]) -> list[str]:
