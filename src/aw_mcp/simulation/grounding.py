@@ -61,6 +61,7 @@ class Transition:
     observation: str
     previous: str  # the previous action's arguments text ("" at an episode's first call)
     episode: str
+    is_error: bool = False
 
 
 class _ToolIndex:
@@ -120,6 +121,7 @@ class GroundingIndex:
                         turn.observation,
                         previous,
                         episode.episode,
+                        turn.is_error,
                     )
                 )
                 previous = arguments_text(turn.action.arguments)
@@ -127,6 +129,13 @@ class GroundingIndex:
             raise UserInputError(f"--grounding: no recorded calls in {directory}")
         log.info("grounding: %d real transitions from %s", len(transitions), directory)
         return cls(transitions, k)
+
+    def answers_of(self, tool: str) -> list[str]:
+        """The text of every recorded answer of ``tool`` that was not an error."""
+        index = self._indexes.get(tool)
+        if index is None:
+            return []
+        return [t.observation for t in index.transitions if not t.is_error]
 
     def examples(
         self, tool: str, arguments: dict[str, Any], history: list[Turn]

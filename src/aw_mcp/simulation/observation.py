@@ -20,6 +20,7 @@ from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile
 from aw_mcp.errors import EngineError
 from aw_mcp.json_schemas import schema_errors
+from aw_mcp.simulation.answer_shapes import AnswerShapes
 from aw_mcp.simulation.progress import ProgressCallback, generate_with_progress
 from aw_mcp.simulation.sampling import SamplingSettings
 from aw_mcp.simulation.state_keeping import read_step
@@ -36,11 +37,14 @@ class ObservationGenerator:
         profile: PromptProfile,
         retries: int = 2,
         sampling: SamplingSettings | None = None,
+        shapes: AnswerShapes | None = None,
     ):
         self.engine = engine
         self.profile = profile
         self.retries = retries
         self.sampling = sampling or SamplingSettings()
+        # a model keeping state writes its blocks before the answer, which no shape allows
+        self.shapes = None if profile.keeps_state else shapes
 
     async def generate(
         self,
@@ -70,6 +74,8 @@ class ObservationGenerator:
         # A world condition (a read-only disk, a site that is down) may change the answer's
         # form: the grammar describes the answer of a world without one.
         grammar = None if episode.active_conditions() else spec.simulation.answer_grammar
+        if grammar is None and schema is None and self.shapes and not episode.active_conditions():
+            grammar = self.shapes.grammar(spec, episode.turns, max_tokens)
         attempts = 1 + (self.retries if schema else 0)
         last_problem = ""
         for attempt in range(attempts):

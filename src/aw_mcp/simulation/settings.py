@@ -49,3 +49,11 @@ class SimulationSettings(SamplingSettings):
         description="real transitions shown per call (--grounding)",
         json_schema_extra=flag(ENGINE),
     )
+
+    answer_shapes: bool = Field(
+        default=True,
+        description="a tool with no outputSchema whose earlier answers (in the episode, and "
+        "in --grounding's records) are JSON of one shape answers in that shape or one line "
+        "of text (--no-answer-shapes: free text; local engines)",
+        json_schema_extra=flag(ENGINE),
+    )

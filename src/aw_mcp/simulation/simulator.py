@@ -24,6 +24,7 @@ from aw_mcp.episode.store import EpisodeStore
 from aw_mcp.errors import EngineError
 from aw_mcp.faults.layer import FaultDecision, FaultLayer, NoFaults
 from aw_mcp.records.calls import ObservationSource, Turn, enters_history
+from aw_mcp.simulation.answer_shapes import AnswerShapes
 from aw_mcp.simulation.context_window import ContextFitter
 from aw_mcp.simulation.fault_step import FaultStep, RpcFaultError
 from aw_mcp.simulation.observation import ObservationGenerator
@@ -71,8 +72,11 @@ class WorldSimulator:
         self.repeats = ReadRepeats(self.options.replay_read_only)
         self.keeper = StateKeeper() if profile.keeps_state else None
         self.context = ContextFitter(engine, profile, grounding, self.keeper)
+        shapes = None
+        if self.options.answer_shapes:
+            shapes = AnswerShapes(grounding.answers_of if grounding is not None else None)
         self.generator = ObservationGenerator(
-            engine, profile, self.options.structured_retries, self.options
+            engine, profile, self.options.structured_retries, self.options, shapes
         )
         # The store owns episodes; the caches other layers keep per episode follow its lifecycle.
         self.episodes.subscribe(lambda episode: self.faults.layer.episode_ended(episode.key))

@@ -1,0 +1,190 @@
+"""A tool with no outputSchema answers in the JSON shape its earlier answers share
+(``simulation/answer_shapes.py``): inferred from the episode and from recorded real episodes,
+held by a grammar that still lets a one-line error through."""
+
+from __future__ import annotations
+
+import json
+
+import llguidance
+import pytest
+from mcp import Client
+
+from aw_mcp.domain.models import ToolCall
+from aw_mcp.engines.base import ChatMessage, GenerationRequest
+from aw_mcp.engines.text_grammars import compile_lark
+from aw_mcp.records.calls import Turn
+from aw_mcp.records.reader import load_record_dir
+from aw_mcp.server.app import build_server
+from aw_mcp.simulation.answer_shapes import answers_of, inferred_shape, shape_grammar
+from aw_mcp.simulation.grounding import GroundingIndex
+from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
+from tests.conftest import REPO_ROOT, small_engine
+from tests.engine_support import write_tiny_domain
+
+BYTES = llguidance.LLTokenizer("byte")
+MEMORY = REPO_ROOT / "data" / "mcp" / "memory"
+
+
+def accepts(shape: dict, text: str) -> bool:
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(shape_grammar(shape, 512).lark))
+    return bool(matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_accepting())
+
+
+def turn(tool: str, arguments: dict, observation: str, **extra) -> Turn:
+    return Turn(
+        index=1, action=ToolCall(tool=tool, arguments=arguments), observation=observation, **extra
+    )
+
+
+ENTITIES = [
+    turn("create", {"n": 1}, json.dumps([{"name": "a", "tags": ["x"], "size": 1}], indent=2)),
+    turn("create", {"n": 2}, json.dumps([{"name": "b", "tags": [], "size": 2.5, "note": None}])),
+]
+
+
+def test_the_shape_two_answers_share_is_their_keys_types_and_order():
+    shape = inferred_shape(answers_of(ENTITIES, "create"))
+    assert shape is not None
+    item = shape["items"]
+    assert list(item["properties"]) == ["name", "tags", "size", "note"]  # as the server wrote
+    assert item["required"] == ["name", "tags", "size"]
+    assert item["properties"]["size"] == {"type": "number"}
+    assert item["additionalProperties"] is False
+    # the grammar: JSON of the shape, compact or indented, or one line of text
+    assert accepts(shape, json.dumps([{"name": "c", "tags": ["y", "z"], "size": 3}], indent=2))
+    assert accepts(shape, '[{"name": "c", "tags": [], "size": 0, "note": null}]')
+    assert accepts(shape, "Entity with name c already exists")
+    assert not accepts(shape, '[{"name": "c", "tags": [], "size": 0, "owner": "bob"}]')
+    assert not accepts(shape, '{"n": 3}')  # the call echoed back
+    assert not accepts(shape, "Here is the result:\n```json\n[]\n```")  # prose, fenced code
+
+
+@pytest.mark.parametrize(
+    ("turns", "why"),
+    [
+        (ENTITIES[:1], "one answer"),
+        ([ENTITIES[0], turn("create", {"n": 2}, ENTITIES[0].observation)], "the same answer"),
+        ([*ENTITIES, turn("create", {"n": 3}, "Created 1 entity")], "a text answer"),
+        (
+            [turn("read", {"p": "a.json"}, '{"a": 1}'), turn("read", {"p": "b.json"}, '{"b": 1}')],
+            "objects with other keys: what it answers depends on what it reads",
+        ),
+        ([ENTITIES[0], turn("create", {"n": 2}, '{"name": "b"}')], "a list, then an object"),
+        ([turn("t", {"n": 1}, "3"), turn("t", {"n": 2}, "4")], "scalars"),
+    ],
+)
+def test_answers_that_set_no_shape(turns, why):
+    assert inferred_shape(answers_of(turns, turns[0].action.tool)) is None, why
+
+
+def test_errors_faults_and_other_tools_are_not_answers_of_the_tool():
+    others = [
+        turn("create", {"n": 3}, "boom", is_error=True),
+        turn("create", {"n": 4}, "<html>502</html>", reached_world=False),
+        turn("create", {"n": 5}, "garbled", damaged=True),
+        turn("delete", {"n": 1}, "Deleted"),
+    ]
+    assert inferred_shape(answers_of([*ENTITIES, *others], "create")) is not None
+
+
+@pytest.mark.data
+def test_every_held_out_real_answer_keeps_to_the_shape_its_recorded_answers_set():
+    """The real memory server's held-out answers, each checked against the shape the training
+    records (and the episode's earlier answers) give its tool: a grammar no real answer
+    breaks, and one that holds most of the tools."""
+    index = GroundingIndex.from_record_dir(MEMORY / "train")
+    shaped, checked = set(), 0
+    for episode in load_record_dir(MEMORY / "heldout"):
+        turns = episode.turns()
+        for k, current in enumerate(turns):
+            tool = current.action.tool
+            shape = inferred_shape([*index.answers_of(tool), *answers_of(turns[:k], tool)])
+            if shape is None or current.is_error:
+                continue
+            shaped.add(tool)
+            checked += 1
+            assert accepts(shape, current.observation), (tool, current.observation[:200])
+    assert checked >= 30 and {"create_entities", "read_graph", "search_nodes"} <= shaped
+
+
+def _json_answer(request: GenerationRequest) -> str:
+    command = request.messages[-1].content.rsplit('"command": "', 1)[1].split('"', 1)[0]
+    return json.dumps({"ran": command, "lines": [command]})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shapes", [True, False])
+async def test_the_third_answer_of_a_json_tool_is_asked_for_in_its_shape(tmp_path, shapes):
+    engine = FakeEngine(_json_answer)
+    settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))], answer_shapes=shapes)
+    simulator = build_simulator(settings, engine=engine)
+    async with Client(build_server(simulator), mode="legacy") as client:
+        for command in ("ls", "pwd", "whoami"):
+            await client.call_tool("run_command", {"command": command})
+    grammars = [r.grammar for r in engine.requests]
+    assert grammars[:2] == [None, None]
+    if shapes:
+        assert grammars[2] is not None and '"ran"' in grammars[2].lark
+    else:
+        assert grammars[2] is None
+
+
+@pytest.mark.anyio
+async def test_recorded_answers_give_the_shape_from_the_first_call(tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    calls = [("ls", '{"ran": "ls", "lines": ["a"]}'), ("pwd", '{"ran": "pwd", "lines": []}')]
+    lines = [
+        {
+            "index": i,
+            "episode": "r1",
+            "domain": "tinyterm",
+            "tool": "run_command",
+            "arguments": {"command": c},
+            "observation": o,
+            "is_error": False,
+            "source": "real",
+            "started_at": 1796129401.0,
+            "seconds": 0.01,
+        }
+        for i, (c, o) in enumerate(calls, start=1)
+    ]
+    (records / "r1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    engine = FakeEngine(_json_answer)
+    settings = ServeSettings(simulator=[str(write_tiny_domain(tmp_path))], grounding=records)
+    simulator = build_simulator(settings, engine=engine)
+    async with Client(build_server(simulator), mode="legacy") as client:
+        await client.call_tool("run_command", {"command": "date"})
+    [request] = engine.requests
+    assert request.grammar is not None and '"lines"' in request.grammar.lark
+
+
+@pytest.mark.anyio
+async def test_the_embedded_model_answers_in_the_shape_or_one_line():
+    """With the real small model: an answer under the shape's grammar parses as JSON of the
+    shape, or is one line of text."""
+    shape = inferred_shape(answers_of(ENTITIES, "create"))
+    assert shape is not None
+    request = GenerationRequest(
+        messages=[
+            ChatMessage(role="system", content="You are a JSON API. Answer with the result."),
+            ChatMessage(role="user", content='create {"name": "d", "tags": ["q"]}'),
+        ],
+        max_tokens=120,
+        temperature=0.0,
+        grammar=shape_grammar(shape, 120),
+    )
+    engine = small_engine()
+    try:
+        result = await engine.generate(request)
+    finally:
+        await engine.aclose()
+    text = result.text
+    if text.startswith("["):
+        value = json.loads(text)
+        assert all(set(item) <= {"name", "tags", "size", "note"} for item in value)
+    else:
+        assert "\n" not in text.strip(), text
