@@ -53,6 +53,17 @@ async def test_a_pool_forgets_the_home_and_tells_only_that_instance():
     assert all(e.forgotten[-1] == "never-seen" for e in instances)
 
 
+async def test_a_pool_warms_up_every_instance_and_routes_no_episode_home():
+    instances = [FakeEngine("x"), FakeEngine("x"), FakeEngine("x")]
+    pool = EnginePool(instances)
+    warm = _request("warm-up:terminal", "pwd").model_copy(update={"warm_up": True})
+    await pool.generate(warm)
+    assert [len(e.requests) for e in instances] == [1, 1, 1]
+    assert pool.home_of("warm-up:terminal") is None
+    await pool.generate(_request("a", "pwd"))
+    assert sum(len(e.requests) for e in instances) == 4
+
+
 @pytest.fixture(params=["llama-cpp", "transformers"])
 def local_engine(request):
     if request.param == "llama-cpp":

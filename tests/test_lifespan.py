@@ -54,7 +54,7 @@ async def test_the_served_domains_prompt_prefix_is_evaluated_before_the_first_ca
         result = await client.call_tool("run_command", {"command": "ls"})
     assert not result.is_error
     warm, first = engine.requests
-    assert warm.max_tokens == 1 and warm.cache_key is None
+    assert warm.max_tokens == 1 and warm.warm_up and warm.cache_key == "warm-up:tiny"
     shared = warm.messages[:-1]  # all but the placeholder action
     assert first.messages[: len(shared)] == shared and len(shared) >= 1
     assert shared[0].role == "system"

@@ -9,11 +9,14 @@ import anyio
 import pytest
 from mcp import Client
 
+from aw_mcp.domain.catalogue import Catalogue
+from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.errors import EngineError
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
+from aw_mcp.simulation.simulator import SimulatorOptions, WorldSimulator
 from aw_mcp.testing import small_model_path
 from tests.conftest import small_engine
 from tests.helpers import make_server, text_of
@@ -120,6 +123,30 @@ async def test_a_new_episode_starts_from_the_kept_state_that_shares_most_of_its_
     assert engine.counters.extra["cache_forks"] == 1
     again = stats["a1", "whoami"]
     assert again.restored_snapshot and again.reused_prompt_tokens >= shared
+
+
+async def test_a_server_of_several_worlds_warms_each_up_for_its_first_episode():
+    """Every world's prompt prefix is evaluated at start and kept under a key of its own, so
+    the first episode of each world evaluates only its own action, not the first world's
+    whole prefix again because a later world's warm-up took the live state (issue 47)."""
+    engine = small_engine(batch_slots=1)
+    catalogue = Catalogue([load_domain("terminal"), load_domain("os")])
+    simulator = WorldSimulator(catalogue, engine, options=SimulatorOptions(warm_up_prompts=True))
+    await simulator.warm_up()
+    try:
+        for episode, tool, arguments in [
+            ("t1", "run_command", {"command": "pwd"}),
+            ("o1", "list_allowed_directories", {}),
+        ]:
+            served = next(t for t in catalogue if t.spec.name == tool)
+            await simulator.call(episode, served, arguments)
+            [found] = simulator.episodes.find(episode)
+            stats = found.records[-1].stats
+            assert stats is not None
+            assert stats.reused_prompt_tokens > 300, (tool, stats)
+            assert stats.evaluated_prompt_tokens < 40, (tool, stats)
+    finally:
+        await engine.aclose()
 
 
 async def test_a_snapshot_budget_too_small_evicts_and_still_answers():

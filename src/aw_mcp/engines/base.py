@@ -56,6 +56,12 @@ class GenerationRequest(BaseModel):
     cache_key: str | None = Field(
         default=None, description="Whose KV state this continues (one per episode)."
     )
+    warm_up: bool = Field(
+        default=False,
+        description="Only evaluates a prompt prefix new episodes will start with (a world's "
+        "instructions, tools, facts and demonstrations), kept under cache_key for them to "
+        "copy: a pool of instances runs it on every instance.",
+    )
 
     @model_validator(mode="after")
     def _one_constraint(self) -> GenerationRequest:

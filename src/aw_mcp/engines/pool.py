@@ -26,6 +26,7 @@ from aw_mcp.engines.base import (
     GenerationResult,
 )
 from aw_mcp.engines.counters import EngineCounters
+from aw_mcp.errors import EngineError
 
 
 class EnginePool:
@@ -61,6 +62,22 @@ class EnginePool:
     async def generate(
         self, request: GenerationRequest, control: GenerationControl | None = None
     ) -> GenerationResult:
+        if request.warm_up:  # any instance may get a world's next new episode
+            results: list[GenerationResult] = []
+            failures: list[EngineError] = []
+
+            async def warm(engine: Engine) -> None:
+                try:
+                    results.append(await engine.generate(request, control))
+                except EngineError as exc:  # the others still warm up
+                    failures.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for engine in self.instances:
+                    tg.start_soon(warm, engine)
+            if not results:
+                raise failures[0]
+            return results[0]
         return await self.instances[self.route(request.cache_key)].generate(request, control)
 
     def route(self, key: str | None) -> int:

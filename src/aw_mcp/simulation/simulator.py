@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WARM_UP_KEY = "warm-up:"  # + a domain's name: the KV state of its prompt prefix
+
 
 class SimulatorOptions(SimulationSettings):
     """The simulation's settings, and what is not a flag."""
@@ -108,7 +110,15 @@ class WorldSimulator:
                 [],
             )
             try:
-                await self.engine.generate(GenerationRequest(messages=messages, max_tokens=1))
+                # Kept under a key of its own per world, so that a server of several worlds
+                # keeps every world's prefix for its first episodes to copy, not the last one.
+                warm = GenerationRequest(
+                    messages=messages,
+                    max_tokens=1,
+                    cache_key=f"{WARM_UP_KEY}{served.domain.name}",
+                    warm_up=True,
+                )
+                await self.engine.generate(warm)
             except EngineError as exc:
                 log.warning("could not warm up the %s prompt: %s", served.domain.name, exc)
                 return
