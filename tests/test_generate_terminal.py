@@ -3,6 +3,7 @@ observations of later steps depend on what earlier steps did."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import shlex
@@ -156,6 +157,36 @@ def test_sandbox_is_the_terminal_worlds_machine_and_starts_empty_each_time():
     with BashSandbox() as shell:
         assert shell.run("ls -A") == ("", 0)  # nothing of the last sandbox survived
         assert shell.run("ls -A ~") == (".gitconfig\nproject\n", 0)
+
+
+@needs_sandbox
+def test_a_world_with_a_date_dates_its_files_and_commits_so_every_run_prints_the_same():
+    """The bundled world says its date (2026-11-30 09:00 UTC): its files, home and every
+    commit, the session's own included, are dated then, so `ls -la` and `git log` print the
+    same on every run (a reference an eval can hold a model to)."""
+    world = from_world(load_domain("terminal").world)
+    assert world.date == "2026-11-30 09:00 UTC"
+    commands = [
+        "ls -la",
+        "ls -la ~/.gitconfig",
+        "echo x > n.txt && git add n.txt && git commit -qm n",
+        "git log --format='%h %ad %s' --date=iso",
+    ]
+    runs = []
+    for _ in range(2):
+        with BashSandbox(world=world) as shell:
+            runs.append([shell.run(command)[0] for command in commands])
+    assert runs[0] == runs[1]
+    listing, gitconfig, _, log = runs[0]
+    lines = listing.splitlines()[1:]  # after "total N"
+    assert len(lines) >= 5 and all(" Nov 30 09:00 " in line for line in lines), listing
+    assert " Nov 30 09:00 " in gitconfig
+    assert "2026-11-30 09:00:00 +0000 Initial commit" in log
+    assert "2026-11-30 09:00:00 +0000 n" in log
+    # a world without a date keeps the real clock
+    undated = BashSandbox(world=dataclasses.replace(world, date=None))
+    with undated as shell:
+        assert "Nov 30 09:00" not in shell.run("ls -la")[0]
 
 
 @needs_sandbox

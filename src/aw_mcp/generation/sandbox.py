@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import select
 import shlex
@@ -32,6 +33,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from aw_mcp.errors import AwMcpError, UserInputError
@@ -46,6 +48,8 @@ from aw_mcp.generation.state_trace import (
 )
 from aw_mcp.generation.worlds import HISTORY_FILE, SandboxWorld
 from aw_mcp.state.steps import GitFacts, StepState
+
+log = logging.getLogger(__name__)
 
 USER = "dev"
 HOSTNAME = "devbox"
@@ -168,9 +172,29 @@ LEGACY_WORLD = SandboxWorld(user=USER, hostname=HOSTNAME, working_directory=PROJ
 
 
 def environment_of(world: SandboxWorld) -> dict[str, str]:
-    """The sandbox shell's whole environment for ``world``'s user."""
+    """The sandbox shell's whole environment for ``world``'s user (with a pinned clock, git
+    dates every commit at the world's date: the same hashes on every run)."""
     home = world.home
-    return {**ENVIRONMENT, "HOME": home, "USER": world.user, "LOGNAME": world.user}
+    environment = {**ENVIRONMENT, "HOME": home, "USER": world.user, "LOGNAME": world.user}
+    pinned = pinned_time(world)
+    if pinned is not None:
+        stamp = f"@{pinned} +0000"
+        environment |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    return environment
+
+
+def pinned_time(world: SandboxWorld) -> int | None:
+    """The world's date (``2026-11-30 09:00 UTC``) in seconds since the epoch; None when it
+    gives none, or none this reads (then the real clock runs)."""
+    if not world.date:
+        return None
+    text = world.date.strip().removesuffix("UTC").removesuffix("Z").strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        log.warning("the world's date %r is not a date and time; the real clock runs", world.date)
+        return None
+    return int(moment.replace(tzinfo=moment.tzinfo or UTC).timestamp())
 
 
 def gitconfig_of(world: SandboxWorld) -> str:
@@ -333,6 +357,8 @@ class BashSandbox:
             self._shell = Shell(argv, self.command_timeout)
             if world.git_commits:
                 self._commit_history(world.git_commits)
+            if (pinned := pinned_time(world)) is not None:
+                self._pin_file_times(pinned)
             if self._trace_state:
                 self._trace = attach(self._shell.pid, self._shell.run)
         except TraceUnavailable:
@@ -365,6 +391,17 @@ class BashSandbox:
         output, code = self.run(" && ".join(steps))
         if code != 0:
             raise RuntimeError(f"could not build the git history: {output}")
+
+    def _pin_file_times(self, pinned: int) -> None:
+        """Every path of the home and the working directory, and the working directory's
+        parent, dated at the world's date (what the session makes afterwards gets the real
+        clock's time)."""
+        output, code = self.run(
+            f'find "$HOME" . -exec touch -h -d @{pinned} {{}} + '
+            f"&& {{ touch -h -d @{pinned} .. 2>/dev/null || true; }}"  # not the user's: as it is
+        )
+        if code != 0:
+            raise RuntimeError(f"could not date the world's files: {output}")
 
     def __exit__(self, *_exc: object) -> None:
         self.close()

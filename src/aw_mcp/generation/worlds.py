@@ -36,6 +36,10 @@ class SandboxWorld:
     files: dict[str, str] = field(default_factory=dict)  # relative to working_directory
     git_commits: tuple[str, ...] = ()  # empty: not a git repository
     kind: str = "drawn"  # "bundled" for the bundled domain's own world
+    # The world's clock as its facts give it ("2026-11-30 09:00 UTC"): the files' times and
+    # every commit's date are pinned to it, so `ls -l` and `git log` print the same on
+    # every run. None: the real clock.
+    date: str | None = None
 
     @property
     def home(self) -> str:
@@ -78,6 +82,8 @@ class SandboxWorld:
                 f"{self.working_directory} is not a git repository (git user {name} <{email}>; "
                 "new repositories start on branch main)"
             )
+        if self.date:
+            facts["date"] = self.date
         return facts
 
 
@@ -100,6 +106,7 @@ def from_world(world: WorldSpec) -> SandboxWorld:
         files={str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {},
         git_commits=commits,
         kind="bundled",
+        date=facts["date"] if isinstance(facts.get("date"), str) else None,
     )
 
 
