@@ -10,13 +10,18 @@ import llguidance
 import pytest
 from mcp import Client
 
-from aw_mcp.domain.models import ToolCall
+from aw_mcp.domain.models import ToolCall, ToolSpec
 from aw_mcp.engines.base import ChatMessage, GenerationRequest
 from aw_mcp.engines.text_grammars import compile_lark
 from aw_mcp.records.calls import Turn
 from aw_mcp.records.reader import load_record_dir
 from aw_mcp.server.app import build_server
-from aw_mcp.simulation.answer_shapes import answers_of, inferred_shape, shape_grammar
+from aw_mcp.simulation.answer_shapes import (
+    AnswerShapes,
+    answers_of,
+    inferred_shape,
+    shape_grammar,
+)
 from aw_mcp.simulation.grounding import GroundingIndex
 from aw_mcp.testing import FakeEngine
 from aw_mcp.wiring.assemble import build_simulator
@@ -108,6 +113,16 @@ def test_every_held_out_real_answer_keeps_to_the_shape_its_recorded_answers_set(
             checked += 1
             assert accepts(shape, current.observation), (tool, current.observation[:200])
     assert checked >= 30 and {"create_entities", "read_graph", "search_nodes"} <= shaped
+
+
+def test_recorded_answers_and_the_episode_s_set_one_shape_and_a_text_answer_sets_none():
+    recorded = [ENTITIES[0].observation]
+    shapes = AnswerShapes(lambda tool: recorded if tool == "create" else [])
+    spec = ToolSpec(name="create", inputSchema={"type": "object"})
+    assert shapes.grammar(spec, [], 256) is None  # one answer is not a contract
+    grammar = shapes.grammar(spec, ENTITIES[1:], 256)  # one recorded, one in the episode
+    assert grammar is not None and '"tags"' in grammar.lark
+    assert shapes.grammar(spec, [*ENTITIES, turn("create", {"n": 3}, "Created")], 256) is None
 
 
 def _json_answer(request: GenerationRequest) -> str:

@@ -9,9 +9,18 @@ showed cut as the server cuts it (``news_only``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from aw_mcp.domain.models import WorldSpec
 from aw_mcp.records.calls import Turn
 from aw_mcp.state.world import WorldState, news_only
+
+
+def view_of_call(state: WorldState, arguments: dict[str, Any], history: Iterable[Turn]) -> str:
+    """The view next to a call: the state of what its arguments name, each block a view of
+    the history (the turns the model sees) already showed cut to ``as above``."""
+    return news_only(state.view(arguments), (t.view for t in history if t.reached_world))
 
 
 def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[str]]:
@@ -25,11 +34,9 @@ def with_views(turns: list[Turn], world: WorldSpec) -> tuple[list[Turn], list[st
     viewed: list[Turn] = []
     summaries: list[str] = []
     for turn in turns:
-        if turn.view is None:
-            earlier = (t.view for t in viewed if t.reached_world)
-            view = news_only(state.view(turn.action.arguments), earlier)
-        else:
-            view = turn.view
+        view = turn.view
+        if view is None:
+            view = view_of_call(state, turn.action.arguments, viewed)
         viewed.append(turn.model_copy(update={"view": view}))
         if turn.state is not None:
             state.apply(turn.state.change)

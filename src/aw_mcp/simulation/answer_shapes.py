@@ -50,39 +50,56 @@ def answers_of(turns: Iterable[Turn], tool: str) -> list[str]:
 def inferred_shape(answers: Iterable[str]) -> dict[str, Any] | None:
     """The JSON schema one tool's answers share; None where they set none (fewer than
     ``MIN_EXAMPLES`` different ones, not all JSON, or objects with different keys)."""
-    values: list[Any] = []
-    seen: set[str] = set()
-    for observation in answers:
+    values = _json_values(answers)
+    return None if values is None else _shared_shape(values)
+
+
+def _json_values(answers: Iterable[str]) -> dict[str, Any] | None:
+    """Each different answer's JSON value, by its text; None if one is not a JSON object or
+    list (the tool's answers then depend on what it reads)."""
+    values: dict[str, Any] = {}
+    for text in answers:
+        if text in values:  # the same answer again is no more evidence
+            continue
         try:
-            value = json.loads(observation)
+            value = json.loads(text)
         except ValueError:
             return None
         if not isinstance(value, dict | list):
             return None
-        if observation not in seen:  # the same answer again is no more evidence
-            seen.add(observation)
-            values.append(value)
-    if len(values) < MIN_EXAMPLES:
+        values[text] = value
+    return values
+
+
+def _shared_shape(values: dict[str, Any]) -> dict[str, Any] | None:
+    found = list(values.values())
+    if len(found) < MIN_EXAMPLES or len({type(v) for v in found}) > 1:
         return None
-    if len({type(v) for v in values}) > 1:
+    if isinstance(found[0], dict) and len({frozenset(v) for v in found}) > 1:
         return None
-    if isinstance(values[0], dict) and len({frozenset(v) for v in values}) > 1:
-        return None
-    return _shape(values, 0)
+    return _shape(found, 0)
 
 
 class AnswerShapes:
     """The grammar of a tool's next answer where its earlier ones set a shape: in the
-    episode, and in recorded real episodes (``--grounding``) when given."""
+    episode, and in recorded real episodes (``--grounding``) when given (parsed once per
+    tool: they do not change while serving)."""
 
     def __init__(self, recorded: Callable[[str], list[str]] | None = None):
         self.recorded = recorded
+        self._recorded_values: dict[str, dict[str, Any] | None] = {}
 
     def grammar(self, spec: ToolSpec, turns: list[Turn], max_tokens: int) -> TextGrammar | None:
         if spec.model_output_schema is not None or spec.simulation.answer_grammar is not None:
             return None  # the tool's own contract says more
-        answers = self.recorded(spec.name) if self.recorded else []
-        shape = inferred_shape([*answers, *answers_of(turns, spec.name)])
+        if spec.name not in self._recorded_values:
+            recorded = self.recorded(spec.name) if self.recorded else []
+            self._recorded_values[spec.name] = _json_values(recorded)
+        recorded_values = self._recorded_values[spec.name]
+        episode_values = _json_values(answers_of(turns, spec.name))
+        if recorded_values is None or episode_values is None:
+            return None
+        shape = _shared_shape(recorded_values | episode_values)
         return shape_grammar(shape, max_tokens) if shape is not None else None
 
 

@@ -73,9 +73,11 @@ class ObservationGenerator:
         schema = spec.model_output_schema
         # A world condition (a read-only disk, a site that is down) may change the answer's
         # form: the grammar describes the answer of a world without one.
-        grammar = None if episode.active_conditions() else spec.simulation.answer_grammar
-        if grammar is None and schema is None and self.shapes and not episode.active_conditions():
-            grammar = self.shapes.grammar(spec, episode.turns, max_tokens)
+        grammar = None
+        if not episode.active_conditions():
+            grammar = spec.simulation.answer_grammar
+            if grammar is None and self.shapes is not None:  # none for a tool with a schema
+                grammar = self.shapes.grammar(spec, episode.turns, max_tokens)
         attempts = 1 + (self.retries if schema else 0)
         last_problem = ""
         for attempt in range(attempts):

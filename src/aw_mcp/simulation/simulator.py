@@ -21,6 +21,7 @@ from aw_mcp.engines.counters import GenerationStats
 from aw_mcp.episode.episode import Episode
 from aw_mcp.episode.prompt import PromptProfile, build_messages
 from aw_mcp.episode.store import EpisodeStore
+from aw_mcp.episode.views import view_of_call
 from aw_mcp.errors import EngineError
 from aw_mcp.faults.layer import FaultDecision, FaultLayer, NoFaults
 from aw_mcp.records.calls import ObservationSource, Turn, enters_history
@@ -35,7 +36,6 @@ from aw_mcp.simulation.restore import RecordRestorer
 from aw_mcp.simulation.settings import SimulationSettings
 from aw_mcp.simulation.state_keeping import StateKeeper
 from aw_mcp.state.steps import StepState
-from aw_mcp.state.world import news_only
 
 if TYPE_CHECKING:
     from aw_mcp.simulation.grounding import GroundingIndex
@@ -147,11 +147,7 @@ class WorldSimulator:
             decision = self.faults.decide(episode, served, arguments)
             record.faults = [f.as_record() for f in decision.fired]
             state = self.keeper.state_of(episode, served) if self.keeper else None
-            view = (
-                news_only(state.view(arguments), (t.view for t in episode.turns if t.reached_world))
-                if state is not None
-                else None
-            )
+            view = view_of_call(state, arguments, episode.turns) if state is not None else None
             try:
                 answer, source, stats, step = await self._answer(
                     episode, served, action, decision, progress, view
