@@ -1,7 +1,9 @@
 """Speculative decoding with drafts from the context (engines/drafting.py, LocalEngine's
-``_decode_speculative``): the same answers, byte for byte, as decoding one token at a time,
-on the real small model; drafts taken where the answer copies its context; the KV cache
-left as decoding without drafts leaves it."""
+``_decode_speculative``): the same answers, byte for byte, whatever is drafted (drafts
+from the context against none, only the guesses that fill each step to the two positions
+llama.cpp needs), on the real small model and on the default model with its adapter;
+every step within the span of positions that computes alike (``_draft_span``); drafts
+taken where the answer copies its context; the KV cache left as the reference leaves it."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import pytest
 
 from aw_mcp.domain.loader import load_domain
 from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationRequest
-from aw_mcp.engines.llama_cpp import LlamaCppEngine
-from tests.conftest import REPO_ROOT, small_engine
+from aw_mcp.engines.drafting import DraftSettings
+from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
+from aw_mcp.models.adapters import bundled_adapters
+from aw_mcp.models.catalogue import DEFAULT_MODEL
+from tests.conftest import REPO_ROOT, TEST_THREADS, small_engine
 
 # the small model decodes some thousand tokens here, twice each
 pytestmark = pytest.mark.slow
@@ -136,10 +141,16 @@ CASES: dict[str, tuple[GenerationRequest, bool]] = {
 }
 
 
+# The reference: the same steps, no drafts from the context (only guesses).
+NO_DRAFTS = DraftSettings(from_context=False)
+
+
 @pytest.fixture(scope="module")
 def engines() -> dict[str, LlamaCppEngine]:
-    # both with flash attention, as --speculative on has it (exactness is against that)
-    pair = {mode: small_engine(speculative=mode, flash_attn=True) for mode in ("off", "on")}
+    pair = {
+        "on": small_engine(speculative="on"),
+        "reference": small_engine(speculative="on", drafting=NO_DRAFTS),
+    }
     for engine in pair.values():
         engine.load_now()
     return pair
@@ -160,18 +171,19 @@ def _drafts(engine: LlamaCppEngine) -> tuple[int, int]:
 @pytest.mark.parametrize("case", list(CASES))
 async def test_answers_with_drafts_are_byte_identical(engines, case):
     request, copies = CASES[case]
-    off = await engines["off"].generate(request)
+    reference = await engines["reference"].generate(request)
     on_engine = engines["on"]
     before = _drafts(on_engine)
     on = await on_engine.generate(request)
-    assert on.text == off.text
-    assert on.finish_reason == off.finish_reason
-    assert on.stats.completion_tokens == off.stats.completion_tokens
+    assert on.text == reference.text
+    assert on.finish_reason == reference.finish_reason
+    assert on.stats.completion_tokens == reference.stats.completion_tokens
     # The live state is the prompt and the chosen tokens, no drafted cell beyond them.
     assert _kv_positions(on_engine) == on_engine._llm.n_tokens
-    assert _kv_positions(engines["off"]) == engines["off"]._llm.n_tokens
+    assert _kv_positions(engines["reference"]) == engines["reference"]._llm.n_tokens
     drafted, accepted = (n - m for n, m in zip(_drafts(on_engine), before, strict=True))
-    assert not engines["off"].counters.extra.get("draft_tokens")
+    assert not engines["reference"].counters.extra.get("draft_tokens")  # guesses only
+    assert engines["reference"].counters.extra.get("draft_guesses")
     if copies:
         assert accepted > 0, f"drafting never engaged on a copy-heavy answer: {on.text!r}"
     if case == "cat of a file shown before":  # an answer that is mostly a copy
@@ -198,7 +210,7 @@ async def test_episodes_switching_keep_identical_answers(engines):
                 histories[key] = [*turns, result.text]
         answers[mode] = texts
         assert engine.counters.snapshot_restores > 0
-    assert answers["on"] == answers["off"]
+    assert answers["on"] == answers["reference"]
 
 
 @pytest.mark.anyio
@@ -215,8 +227,8 @@ async def test_cancelling_mid_draft_stops_where_it_would_without_drafts(engines)
         control.on_token = cancel_at
         results[mode] = await engine.generate(request, control)
         assert _kv_positions(engine) == engine._llm.n_tokens
-    assert results["on"].finish_reason == results["off"].finish_reason == "cancelled"
-    assert results["on"].text == results["off"].text
+    assert results["on"].finish_reason == results["reference"].finish_reason == "cancelled"
+    assert results["on"].text == results["reference"].text
     assert results["on"].stats.completion_tokens == 23
 
 
@@ -228,4 +240,56 @@ async def test_sampling_with_a_temperature_does_not_draft(engines):
     before = _drafts(engine)
     on = await engine.generate(request)
     assert _drafts(engine) == before
-    assert on.text == (await engines["off"].generate(request)).text
+    assert on.text == (await engines["reference"].generate(request)).text
+
+
+@pytest.mark.anyio
+async def test_every_step_evaluates_two_to_seven_positions(engines):
+    """llama.cpp computes a position alike only in steps of 2 to 7 (``_draft_span``): a step
+    of one (no draft found) or of eight would change the numbers behind an answer."""
+    sizes: list[int] = []
+    for engine in engines.values():
+        engine.forget_all()
+        evaluate_all = engine._evaluate_all
+
+        def recording(tokens: list[int], evaluate_all=evaluate_all) -> object:
+            sizes.append(len(tokens))
+            return evaluate_all(tokens)
+
+        engine._evaluate_all = recording  # type: ignore[method-assign]
+        try:
+            for case in ("cat of a file shown before", "free-form"):
+                await engine.generate(CASES[case][0])
+        finally:
+            del engine._evaluate_all
+    assert sizes and min(sizes) == 2 and max(sizes) == 7, sorted(set(sizes))
+
+
+def _default_engine(**overrides) -> LlamaCppEngine:
+    adapter = next(p for p in bundled_adapters() if p.name == "qwen2.5-coder-0.5b.gguf")
+    options = {"model": DEFAULT_MODEL, "lora": [adapter], "n_ctx": 4096, "threads": TEST_THREADS}
+    return LlamaCppEngine(LlamaCppOptions(**(options | overrides)))
+
+
+@pytest.mark.quality
+@pytest.mark.anyio
+async def test_the_default_model_answers_alike_with_and_without_drafts():
+    """The default model with its adapter, where drafts once changed answers (a step of
+    several positions summed otherwise than a step of one): now byte-identical to the
+    reference, copying and free-form, and drafts taken on the copies."""
+    engines = {
+        "on": _default_engine(speculative="on"),
+        "reference": _default_engine(speculative="on", drafting=NO_DRAFTS),
+    }
+    cases = ["cat of a file shown before", "ls -la after earlier listings", "free-form"]
+    texts: dict[str, list[str]] = {}
+    for mode, engine in engines.items():
+        engine.load_now()
+        texts[mode] = [(await engine.generate(CASES[case][0])).text for case in cases]
+        assert _kv_positions(engine) == engine._llm.n_tokens
+    assert texts["on"] == texts["reference"]
+    drafted, accepted = _drafts(engines["on"])
+    assert accepted > 0.5 * drafted > 0, (drafted, accepted)
+    assert not engines["reference"].counters.extra.get("draft_tokens")
+    for engine in engines.values():
+        await engine.aclose()

@@ -19,6 +19,10 @@ chosen anyway. A draft never changes the output, only how many model calls it ta
   free text where short matches mislead), and it falls back to ``min_match`` after a draft
   taken whole. On a CPU every drafted token costs part of a decode step, so a draft that
   misses is not free there.
+- ``guess``: one token to evaluate when a backend must check at least one drafted token
+  per step (llama.cpp: see ``LlamaCppEngine._draft_span``) and no draft was found: what
+  followed the last token where it occurred before, else the last token again. Guesses do
+  not size the drafts.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class DraftSettings:
     start_length: int = 4  # tokens in the first draft
     max_length: int = 16  # most tokens in one draft
     max_min_match: int = 8  # how far rejections may raise the match needed
+    # False: no drafts from the context, only the guesses a backend's span needs (how the
+    # tests and benchmarks/speculative.py show that drafts change no answer, and what
+    # checking drafts costs by itself).
+    from_context: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_match <= self.max_min_match <= self.max_match:
@@ -108,13 +116,25 @@ class ContextDrafter:
         """The tokens that followed the tail's earlier occurrence: at most ``length`` (and
         ``limit``) of them; empty when the tail never occurred before."""
         size = self.length if limit is None else min(self.length, limit)
-        if size <= 0:
+        if size <= 0 or not self.settings.from_context:
             return []
         found = self.match()
         if found is None:
             return []
         start, _ = found
         return [int(t) for t in self._tokens[start : min(start + size, self._n)]]
+
+    def guess(self) -> int:
+        """One likely next token, for a step that must check a draft when ``draft`` found
+        none: what followed the last token's most recent earlier occurrence, else the last
+        token itself."""
+        n, seq = self._n, self._tokens
+        last = int(seq[n - 1])
+        if self.settings.from_context:
+            ends = np.flatnonzero(seq[: n - 1] == last)
+            if ends.size:
+                return int(seq[ends[-1] + 1])
+        return last
 
     def feedback(self, drafted: int, accepted: int) -> None:
         """A draft of ``drafted`` tokens was checked; the model chose the first ``accepted``

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,19 +83,45 @@ def apply_lora_adapters(
             raise EngineError(f"llama.cpp could not apply the LoRA adapters {paths}")
 
 
+_MODEL_PARAMS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _model_params(use_extra_bufts: bool) -> Iterator[None]:
+    """``Llama`` objects made under it load with ``use_extra_bufts`` as given. ``Llama``
+    builds its model parameters from ``llama_model_default_params()`` and takes no argument
+    for this one, so the default is swapped while it loads (one load at a time)."""
+    if use_extra_bufts:  # llama.cpp's default: nothing to change
+        yield
+        return
+    from llama_cpp import llama as high_level
+
+    module = high_level.llama_cpp
+    default = module.llama_model_default_params
+
+    def params() -> Any:
+        made = default()
+        made.use_extra_bufts = use_extra_bufts
+        return made
+
+    with _MODEL_PARAMS_LOCK:
+        module.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            module.llama_model_default_params = default
+
+
 class LlamaCppOptions(LlamaCppSettings, LocalEngineOptions):
     """The llama.cpp engine's settings (``LlamaCppSettings``: the model, the context, the
     adapters in ``lora``, ...) and what no flag sets."""
 
     n_batch: int = 512
     lora_scale: float = 1.0
-    # Flash attention in the single-sequence context (the batched one always has it). With
-    # it, positions evaluated together give the same logits as one at a time, bit for bit;
-    # without it llama.cpp's CPU attention differs by up to ~0.9 in a logit between the two
-    # (measured on SmolLM2), so speculative decoding could change a greedy answer. None: on
-    # exactly when speculative decoding is, so the default path's numerics stay as they were
-    # until the benchmark makes drafting the default.
-    flash_attn: bool | None = None
+    # Flash attention in the single-sequence context (the batched one always has it). Off:
+    # on this kind of CPU it makes a call at a 2000-token context ~1.8x slower, and
+    # speculative decoding does not need it (``LlamaCppEngine._draft_span``).
+    flash_attn: bool = False
     # Where re-quantized copies are made (None: the models' cache folder).
     requantize_folder: Path | None = None
 
@@ -131,22 +159,22 @@ class LlamaCppEngine(LocalEngine):
         threads = self.options.threads or default_inference_threads()
         batched = self.options.batch_slots > 1
         try:
-            llm = llama_cpp.Llama(
-                model_path=str(path),
-                # Batched, the wrapper's own context is unused: LlamaSequences holds the KV.
-                n_ctx=SPARE_CTX if batched else self.options.n_ctx,
-                n_threads=threads,
-                n_threads_batch=threads,
-                n_gpu_layers=self.options.n_gpu_layers,
-                n_batch=self.options.n_batch,
-                flash_attn=(
-                    self.options.speculative == "on"
-                    if self.options.flash_attn is None
-                    else self.options.flash_attn
-                ),
-                seed=self.options.seed,
-                verbose=False,
-            )
+            # Drafts are checked without llama.cpp's repacked weights (_draft_span); the
+            # batch loop does not draft.
+            drafts = self.options.speculative == "on" and not batched
+            with _model_params(use_extra_bufts=not drafts):
+                llm = llama_cpp.Llama(
+                    model_path=str(path),
+                    # Batched, the wrapper's own context is unused: LlamaSequences holds the KV.
+                    n_ctx=SPARE_CTX if batched else self.options.n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=self.options.n_gpu_layers,
+                    n_batch=self.options.n_batch,
+                    flash_attn=self.options.flash_attn,
+                    seed=self.options.seed,
+                    verbose=False,
+                )
             if batched:
                 self._sequences = LlamaSequences(
                     llm, self.options.n_ctx, self.options.batch_slots, self.options.n_batch
@@ -234,6 +262,20 @@ class LlamaCppEngine(LocalEngine):
 
     def _checks_drafts(self) -> bool:
         return True
+
+    def _draft_span(self) -> tuple[int, int]:
+        """Two to seven positions a step. Measured with the default model and its adapter
+        on this kind of CPU (a 40-token continuation evaluated in steps of each size, the
+        logits compared bit for bit): ggml computes a position the same way in any step of
+        2 to 7 positions, and otherwise alone or from 8 up. llamafile's sgemm serves
+        products only from two positions up (the LoRA adapters' F16 products and the
+        attention's take another kernel alone), the tiled K-quant product takes over from
+        eight, and repacked weights group positions by four (they are off while drafting,
+        see ``_load``). Speculative decoding therefore evaluates 2 to 7 positions every
+        step (a guess where no draft was found), and answers the same whatever was
+        drafted; not always as one position a step (``--speculative off``) would. With GPU
+        offload, other kernels (not measured)."""
+        return 2, min(7, 1 + self.options.drafting.max_length)
 
     def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
         """One ``llama_decode`` of ``tokens`` after the live ones, with logits for each

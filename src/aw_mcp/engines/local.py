@@ -348,10 +348,12 @@ class LocalEngine(ABC):
         generation ends) the rest of the draft leaves the live state and its KV cells
         (``_discard``), so the live state is always the prompt and the chosen tokens."""
         drafter = ContextDrafter(tokens, self.options.drafting)
+        fewest, most = self._draft_span()
         n_live = len(tokens)  # positions in the live state that hold prompt or chosen tokens
         rows = self._logits()[np.newaxis]  # rows[0]: the logits of the next token
         pending: list[int] = []  # drafted tokens evaluated after n_live, not yet chosen
         drafted = accepted = 0  # the current draft's size and what was chosen of it
+        guesses = guesses_taken = 0  # tokens added to reach ``fewest`` positions a step
         try:
             while not decoding.should_stop(n_live, self.context_window):
                 token = decoding.choose(rows[0])
@@ -362,17 +364,25 @@ class LocalEngine(ABC):
                     pending.pop(0)
                     rows = rows[1:]
                     accepted += 1
+                    guesses_taken += accepted > drafted
                     n_live += 1
                 else:
                     if pending:  # the model chose otherwise: the draft's rest goes
                         self._discard(n_live)
                         pending = []
                     if drafted:
-                        drafter.feedback(drafted, accepted)
-                    room = decoding.draft_room(n_live, self.context_window)
-                    draft = decoding.usable_draft(drafter.draft(room)) if room else []
+                        drafter.feedback(drafted, min(accepted, drafted))
+                    room = min(decoding.draft_room(n_live, self.context_window), most - 1)
+                    draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
+                    drafted, accepted = len(draft), 0
+                    # Up to ``fewest`` positions where the context has room (the last
+                    # chosen token's cell is reused by the next call, so it counts too).
+                    short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
+                    if short > 0:
+                        draft += [drafter.guess()] * short
+                        guesses += short
                     rows = self._evaluate_all([token, *draft])
-                    pending, drafted, accepted = list(draft), len(draft), 0
+                    pending = list(draft)
                     n_live += 1
                 if decoding.after_token():
                     break
@@ -380,11 +390,13 @@ class LocalEngine(ABC):
             if pending:
                 self._discard(n_live)
             if drafted:
-                drafter.feedback(drafted, accepted)
+                drafter.feedback(drafted, min(accepted, drafted))
             self.counters.add_extra(
                 draft_rounds=drafter.drafts,
                 draft_tokens=drafter.drafted,
                 draft_accepted=drafter.accepted,
+                draft_guesses=guesses,
+                draft_guesses_taken=guesses_taken,
             )
         return decoding.result()
 
@@ -476,6 +488,14 @@ class LocalEngine(ABC):
     def _checks_drafts(self) -> bool:
         """This backend implements ``_evaluate_all`` and ``_discard`` (speculative decoding)."""
         return False
+
+    def _draft_span(self) -> tuple[int, int]:
+        """How many positions (the chosen token and a draft after it) one check of a draft
+        evaluates: at least, at most. A backend whose logits for a position depend on how
+        many are evaluated with it narrows this to a span where they do not, and every
+        step fills up to the least with guesses (``ContextDrafter.guess``), so that drafts
+        change no answer. By default any number from one."""
+        return 1, 1 + self.options.drafting.max_length
 
     def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
         """Run ``tokens`` after the live ones in one model call; the logits after each of
