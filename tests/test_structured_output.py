@@ -172,6 +172,14 @@ def looping(engine, monkeypatch):
         return values
 
     monkeypatch.setattr(engine, "_logits", biased)  # the single-sequence path
+    evaluate_all = engine._evaluate_all
+
+    def biased_rows(tokens):
+        rows = evaluate_all(tokens)
+        rows[:, loop] += 100.0
+        return rows
+
+    monkeypatch.setattr(engine, "_evaluate_all", biased_rows)  # ... checking drafts
     sequences = engine._sequences  # the batched path (batch_slots > 1)
     if sequences is not None:
         decode = sequences.batch_decode
