@@ -8,8 +8,11 @@ call, the model's recall and change before each answer). Each server records its
 (``--record-dir``); per call: prompt tokens, prompt tokens actually evaluated (the rest came
 from the KV cache), tokens generated, and seconds as the client saw them. Printed at steps 1,
 10 and 30 of a session (the median over sessions long enough), and the ratio new / default.
+``--speculative`` adds a third server: the state-keeping one with ``--speculative on``
+(its blocks copy the view, so drafts from the context may pay for them).
 
     python benchmarks/state_cost.py --records DIR --adapter ADAPTER.gguf [--sessions 3]
+        [--speculative]
 
 Each session runs in the world it was recorded in (its ``worlds/`` file, passed in the
 call's ``_meta`` as a client would), so the state the new server keeps starts where the
@@ -88,29 +91,34 @@ def main() -> None:
     parser.add_argument("--records", type=Path, required=True, help="recorded sessions")
     parser.add_argument("--adapter", type=Path, required=True, help="the state-keeping LoRA")
     parser.add_argument("--sessions", type=int, default=3)
+    parser.add_argument(
+        "--speculative", action="store_true", help="also the state server, --speculative on"
+    )
     args = parser.parse_args()
     episodes = sorted(load_record_dir(args.records), key=lambda e: -len(e.records))
     episodes = episodes[: args.sessions]
     worlds = episode_worlds(args.records)
-    systems = {
-        "default": [],
-        "state": ["--lora", str(args.adapter), "--profile", "small-state"],
-    }
+    state = ["--lora", str(args.adapter), "--profile", "small-state"]
+    systems = {"default": [], "state": state}
+    if args.speculative:
+        systems["state, drafts"] = [*state, "--speculative", "on"]
     results = {}
     for name, extra in systems.items():
         with tempfile.TemporaryDirectory() as folder:
             seconds = anyio.run(replay, episodes, worlds, extra, Path(folder))
             results[name] = per_step(Path(folder), seconds)
     print(f"{len(episodes)} sessions of {[len(e.records) for e in episodes]} calls")
-    print("step | metric | default | state | state / default")
+    others = [name for name in systems if name != "default"]
+    print(" | ".join(["step", "metric", *systems, *(f"{name} / default" for name in others)]))
     for step in STEPS:
         for metric in ("prompt", "evaluated", "generated", "seconds"):
-            old = results["default"][step].get(metric)
-            new = results["state"][step].get(metric)
-            if old is None or new is None:
+            if any(metric not in results[name][step] for name in systems):
                 continue
-            ratio = f"{new / old:.2f}x" if old else "-"
-            print(f"{step} | {metric} | {old:.2f} | {new:.2f} | {ratio}")
+            values = {name: results[name][step][metric] for name in systems}
+            old = values["default"]
+            ratios = [f"{values[n] / old:.2f}x" if old else "-" for n in others]
+            cells = [f"{v:.2f}" for v in values.values()]
+            print(" | ".join([str(step), metric, *cells, *ratios]))
 
 
 if __name__ == "__main__":
