@@ -99,7 +99,14 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     domain_file = write_tiny_domain(tmp_path)
     _, context, examples = _examples(domain_file, serving_format)
     settings = TrainSettings(
-        rank=8, alpha=16, lr=3e-3, warmup_steps=0, batch_tokens=4096, max_steps=3, epochs=3
+        rank=8,
+        alpha=16,
+        lr=3e-3,
+        warmup_steps=0,
+        batch_tokens=4096,
+        max_steps=3,
+        epochs=3,
+        eval_every=3,
     )
     import torch
 
@@ -118,9 +125,15 @@ def test_a_few_steps_lower_the_loss_and_the_adapter_changes_llama_cpp_output(
     prefix = shared_prefix_length(examples)
     out = tmp_path / "run"
     # Validation on the training episodes themselves: this test is about the loss falling.
-    summary = Trainer(loaded, examples, examples, prefix, settings, out, meta).run()
+    trainer = Trainer(loaded, examples, examples, prefix, settings, out, meta)
+    validations: list[float | None] = []
+    validate = trainer._validate
+    trainer._validate = lambda: validations.append(validate()) or validations[-1]  # type: ignore[method-assign]
+    summary = trainer.run()
     before = next(h["val_loss"] for h in _metrics(out) if h["step"] == 0)
     assert summary["val_loss"] < before * 0.7, (before, summary["val_loss"])
+    # Step 0 and step 3 (eval_every); the final record takes step 3's, not a third pass.
+    assert len(validations) == 2 and summary["val_loss"] == validations[-1]
 
     # --init-from: a new run starts from these weights (fresh optimizer), not from the base.
     warm = load_for_training(small_model_path(), settings.rank, settings.alpha, "cpu")

@@ -255,7 +255,13 @@ class Trainer:
                 stopped_early = self.step < len(steps)
                 break
         bar.close()
-        final = {"step": self.step, "val_loss": self._validate(), "final": True}
+        last = self.history[-1] if self.history else {}
+        # The last step validated already when it fell on eval_every: not again (minutes).
+        if last.get("step") == self.step and "val_loss" in last:
+            val_loss = last["val_loss"]
+        else:
+            val_loss = self._validate()
+        final = {"step": self.step, "val_loss": val_loss, "final": True}
         self._log(final)
         self.save()
         return {**final, "stopped_early": stopped_early, "steps_planned": len(steps)}
