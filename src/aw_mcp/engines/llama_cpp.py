@@ -90,10 +90,8 @@ _MODEL_PARAMS_LOCK = threading.Lock()
 def _model_params(use_extra_bufts: bool) -> Iterator[None]:
     """``Llama`` objects made under it load with ``use_extra_bufts`` as given. ``Llama``
     builds its model parameters from ``llama_model_default_params()`` and takes no argument
-    for this one, so the default is swapped while it loads (one load at a time)."""
-    if use_extra_bufts:  # llama.cpp's default: nothing to change
-        yield
-        return
+    for this one, so the default is swapped while it loads; every load holds the lock, so
+    none sees another's swap."""
     from llama_cpp import llama as high_level
 
     module = high_level.llama_cpp
