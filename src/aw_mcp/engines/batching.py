@@ -7,7 +7,7 @@ machine 16 SmolLM2 sequences decoded together reached 1.7-2.7x one sequence's ra
 decode several sequences in one call (``BatchBackend``; llama.cpp implements it):
 
 - One worker thread owns the model and runs the loop; ``submit`` hands it a ``Job`` and
-  returns at once (the caller awaits ``Job.wait``). No other thread touches the model.
+  returns at once (the caller awaits the job's end, ``run_job``). No other thread touches the model.
 - The model's KV memory has ``slots`` sequences. An episode keeps its sequence (its own KV
   cells) between calls while it is resident; its next call evaluates only the new tokens.
   A new episode copies the longest matching prefix of a resident sequence (the domain's
@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 import numpy as np
 
@@ -512,8 +511,7 @@ async def run_job(loop: BatchLoop, make_job: Callable[[Callable[[], None]], Job]
     token = anyio.lowlevel.current_token()
 
     def on_done() -> None:  # called in the loop's thread
-        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
-            anyio.from_thread.run_sync(done.set, token=token)
+        call_soon_in(token, done.set)
 
     job = make_job(on_done)
     loop.submit(job)
@@ -526,3 +524,19 @@ async def run_job(loop: BatchLoop, make_job: Callable[[Callable[[], None]], Job]
         raise job.error
     assert job.result is not None
     return job.result
+
+
+def call_soon_in(token: anyio.lowlevel.EventLoopToken, func: Callable[[], object]) -> None:
+    """Have ``func`` run in the event loop of ``token`` soon, without waiting for it.
+
+    The batch loop's thread holds the model lock while it ends a job: waiting there for an
+    event loop (``anyio.from_thread.run_sync``) would stall every episode behind one loop,
+    and block forever on a loop that stopped without running the call. A loop that is gone
+    has nobody waiting, so the call is dropped.
+    """
+    native: Any = token.native_token
+    with contextlib.suppress(RuntimeError):  # closed (asyncio) or finished (trio)
+        if hasattr(native, "call_soon_threadsafe"):  # an asyncio event loop
+            native.call_soon_threadsafe(func)
+        else:  # a trio token
+            native.run_sync_soon(func)

@@ -400,6 +400,9 @@ class LlamaSequences:
         # not (measured: 16 sequences of 2200 tokens, 6700 cells in use: 2x per step, 3.5x
         # for one sequence alone). AUTO enables it wherever the backend supports it.
         params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        # The wrapper owns the model: kept alive as long as this context uses it (a wrapper
+        # collected first would free the model under it).
+        self._llm = llm
         self._context = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.ctx = self._context.ctx
         self._memory = llama_cpp.llama_get_memory(self.ctx)
