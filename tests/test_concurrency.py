@@ -153,6 +153,7 @@ async def test_sixteen_concurrent_episodes_over_http(tmp_path):
     for stats in later:
         assert stats.reused_prompt_tokens >= stats.prompt_tokens - 40
         assert stats.evaluated_prompt_tokens <= 40  # the new turn only, never the history
+    await engine.aclose()  # its batch loop's thread and its model
 
 
 # -- the command line, with a pool of two instances -------------------------------------------
