@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pytest
 
+from aw_mcp.engines import native_log
 from aw_mcp.engines.llama_cpp import LlamaCppEngine, LlamaCppOptions
 from aw_mcp.engines.native_log import GGML_CONT, GGML_ERROR, GGML_INFO, GGML_WARN, NativeLog
-from tests.conftest import REPO_ROOT
+from aw_mcp.models.fetch import resolve_model
+from tests.conftest import REPO_ROOT, SMALL_MODEL
 
 LOGGER = "aw_mcp.llama_cpp"
 
@@ -45,3 +48,45 @@ def test_loading_the_default_model_with_its_adapter_writes_nothing_to_stderr(cap
     engine.load_now()
     assert capfd.readouterr().err == ""
     assert len(records(caplog)) <= 3  # a plain start says a few lines, not one per tensor
+
+
+def test_a_model_freed_while_a_line_is_logged_logs_through_it_without_a_deadlock():
+    """Logging a line allocates, so the garbage collector may run there, and with it the
+    finalizer of a model nobody closed, which llama.cpp logs ("~llama_context: ...") through
+    this same log. Before, the line was logged with the log's lock held and that second
+    message waited for it forever: the likely cause of CI's 85-minute hang in
+    tests/test_batching.py (a test loading a model, hundreds of lines, after earlier tests
+    left engines unclosed). Here the model's last reference goes inside the handler, which
+    frees it there, every time."""
+    import llama_cpp
+
+    native_log.install()  # llama.cpp's messages go through the module's log, as when serving
+    model = llama_cpp.Llama(model_path=str(resolve_model(SMALL_MODEL)), n_ctx=256, verbose=False)
+    last_reference = [model]
+    del model
+    freed: list[str] = []
+
+    class FreeTheModel(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if last_reference:
+                last_reference.pop()  # Llama.__del__ runs here, in the middle of a line
+            else:
+                freed.append(record.getMessage())
+
+    logger = logging.getLogger(LOGGER)
+    handler, level = FreeTheModel(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    finished = threading.Event()
+
+    def log_a_line() -> None:
+        native_log._native_log.write(GGML_INFO, "a line\n")
+        finished.set()
+
+    try:
+        threading.Thread(target=log_a_line, daemon=True).start()
+        assert finished.wait(timeout=60), "the log waited for itself"
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert any("llama_context" in message for message in freed)  # the free was logged too

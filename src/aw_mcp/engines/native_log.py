@@ -46,23 +46,26 @@ class NativeLog:
         self._warned: set[str] = set()
 
     def write(self, level: int, text: str) -> None:
+        # The lines are logged after the lock is let go: logging allocates, the garbage
+        # collector may run there and free a model nobody closed, and llama.cpp logs that
+        # free through this same object, in this same thread.
         with self._lock:
             if level != GGML_CONT:
                 self._level = level
             self._pending += text
             *lines, self._pending = self._pending.split("\n")
-            for line in lines:
-                if line.strip():
-                    self._emit(line.rstrip())
+            records = [(self._python_level(line), line.rstrip()) for line in lines if line.strip()]
+        for python_level, line in records:
+            log.log(python_level, "%s", line)
 
-    def _emit(self, line: str) -> None:
+    def _python_level(self, line: str) -> int:
         python_level = LEVELS.get(self._level, logging.DEBUG)
         if self._level == GGML_WARN:
-            shape = re.sub(r"\d+", "N", line)
+            shape = re.sub(r"\d+", "N", line.rstrip())
             if shape in self._warned:
                 python_level = logging.DEBUG
             self._warned.add(shape)
-        log.log(python_level, "%s", line)
+        return python_level
 
 
 _native_log = NativeLog()
