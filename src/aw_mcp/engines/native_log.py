@@ -54,14 +54,15 @@ class NativeLog:
                 self._level = level
             self._pending += text
             *lines, self._pending = self._pending.split("\n")
-            records = [(self._python_level(line), line.rstrip()) for line in lines if line.strip()]
+            whole = [line.rstrip() for line in lines if line.strip()]
+            records = [(self._python_level(line), line) for line in whole]
         for python_level, line in records:
             log.log(python_level, "%s", line)
 
     def _python_level(self, line: str) -> int:
         python_level = LEVELS.get(self._level, logging.DEBUG)
         if self._level == GGML_WARN:
-            shape = re.sub(r"\d+", "N", line.rstrip())
+            shape = re.sub(r"\d+", "N", line)
             if shape in self._warned:
                 python_level = logging.DEBUG
             self._warned.add(shape)
