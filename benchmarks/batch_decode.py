@@ -50,17 +50,17 @@ def measure(model: Path, threads: int, context: int, steps: int) -> dict[str, fl
         started = time.perf_counter()
         for at in range(0, context, 256):
             chunk = prefix[at : at + 256]
-            seqs.batch_decode([BatchEntry(0, chunk, at, at + len(chunk) == context)])
+            seqs.batch_decode([BatchEntry(0, chunk, at, int(at + len(chunk) == context))])
         results = {"prompt tok/s": context / (time.perf_counter() - started)}
         for seq in range(1, SEQUENCES):
             seqs.seq_copy(0, seq, context)
         for seq in range(SEQUENCES):
-            seqs.batch_decode([BatchEntry(seq, [500 + seq] * OWN_TOKENS, context, True)])
+            seqs.batch_decode([BatchEntry(seq, [500 + seq] * OWN_TOKENS, context, 1)])
         end = context + OWN_TOKENS
         for batch in BATCHES:
             started = time.perf_counter()
             for k in range(steps):
-                seqs.batch_decode([BatchEntry(s, [7], end + k, True) for s in range(batch)])
+                seqs.batch_decode([BatchEntry(s, [7], end + k, 1) for s in range(batch)])
             step = (time.perf_counter() - started) / steps
             results[f"B={batch} ms/step"] = step * 1000
             results[f"B={batch} tok/s"] = batch / step

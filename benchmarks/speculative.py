@@ -19,6 +19,10 @@ Rows:
   path: episodes take turns, snapshots between them; ``batch_slots`` 1);
 - a 30-call session: one episode whose history grows, copies and free-form alternating.
 
+``--batch-slots N`` (N > 1) runs every row through the batch loop (episodes share decode
+steps; batching.py), off against on only: the batch loop pads no step with guesses, and
+its answers depend on which episodes share a step, so "on" is compared with "off".
+
 For each: seconds per call (median), tokens/s (completion tokens over the engine's
 generation seconds, all calls; the concurrent row: over the wall time of all episodes),
 the acceptance rate (drafted tokens the model chose too, and guesses), whether ``on``
@@ -30,7 +34,7 @@ docs/engines.md has the table. Run:
 
     python benchmarks/speculative.py [--model smollm2-135m|PATH] [--lora FILE.gguf]
         [--threads 1] [--repeats 3] [--max-tokens 400] [--episodes 16] [--session 30]
-        [--engine transformers]
+        [--engine transformers] [--batch-slots 16]
 
 ``--engine transformers`` runs off and on on the transformers engine (the GGUF dequantized
 to float32; no LoRA there): the same loop, its own numerics, so "on" is held to "off".
@@ -231,6 +235,9 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, help="smoke run: this many of each kind of call")
     parser.add_argument("--engine", choices=["llama-cpp", "transformers"], default="llama-cpp")
     parser.add_argument("--rows", help="comma-separated row numbers to run (1-4; default all)")
+    parser.add_argument(
+        "--batch-slots", type=int, default=1, help="above 1: every row through the batch loop"
+    )
     args = parser.parse_args()
     copy_heavy, free_form = COPY_HEAVY, FREE_FORM
     if args.calls:
@@ -248,18 +255,26 @@ async def main() -> None:
             for mode, options in TRANSFORMERS_MODES.items()
         }
     else:
+        batched = args.batch_slots > 1
         engines = {
             mode: LlamaCppEngine(
                 LlamaCppOptions(
-                    model=args.model, n_ctx=8192, threads=args.threads, lora=args.lora, **options
+                    model=args.model,
+                    n_ctx=32768 if batched else 8192,  # batched: every episode's cells
+                    threads=args.threads,
+                    lora=args.lora,
+                    batch_slots=args.batch_slots,
+                    **options,
                 )
             )
             for mode, options in MODES.items()
+            if not (batched and mode == "on, guesses")
         }
     for engine in engines.values():
         engine.load_now()
     print(
-        f"{args.engine}: model {args.model}, {args.threads} thread(s), max_tokens {args.max_tokens}"
+        f"{args.engine}: model {args.model}, {args.threads} thread(s), max_tokens "
+        f"{args.max_tokens}, batch slots {args.batch_slots}"
     )
 
     rows = [

@@ -186,8 +186,8 @@ def looping(engine, monkeypatch):
 
         def biased_batch(entries):
             outputs = decode(entries)
-            for values in outputs:
-                values[loop] += 100.0
+            for rows in outputs:
+                rows[:, loop] += 100.0
             return outputs
 
         monkeypatch.setattr(sequences, "batch_decode", biased_batch)

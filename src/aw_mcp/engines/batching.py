@@ -20,6 +20,14 @@ decode several sequences in one call (``BatchBackend``; llama.cpp implements it)
 - Each step: one token per decoding job, plus prompt tokens of jobs still prefilling, at
   most ``prefill_chunk`` of them while others decode (a long prompt cannot stall the running
   episodes), the whole ``max_tokens_per_step`` when nobody decodes.
+- With ``drafting`` (speculative decoding, greedy jobs only), a decoding job's token goes
+  with a draft from its own context (``ContextDrafter``): the tokens that may follow it,
+  checked in the same step with logits for every position. The chosen tokens are those
+  the job would choose without drafts, from the same positions' logits; a draft's rejected
+  tail leaves the sequence's KV at once. Unlike the single-sequence path (local.py), no
+  step is padded to a span of positions: how many positions share a step already varies
+  with the episodes running, and with it, on a CPU, which kernel computes them (answers may
+  differ from one position a step in near-ties, batched or not).
 - Jobs join between steps (round-robin across episodes, like ``FairScheduler``) and leave
   when done, cancelled or forgotten; each keeps its own sampler, seed, stop strings and
   constraint (``Decoding`` in local.py).
@@ -42,6 +50,7 @@ import numpy as np
 
 from aw_mcp.engines.base import GenerationResult
 from aw_mcp.engines.counters import GenerationStats
+from aw_mcp.engines.drafting import ContextDrafter, DraftSettings
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.engines.snapshots import Snapshot, SnapshotStore
 from aw_mcp.errors import EngineError
@@ -61,20 +70,22 @@ class KVFull(Exception):
 
 @dataclass
 class BatchEntry:
-    """Tokens of one sequence in one decode step, starting at position ``start``."""
+    """Tokens of one sequence in one decode step, starting at position ``start``; the
+    logits after each of its last ``logits`` tokens are wanted (0: none)."""
 
     seq: int
     tokens: list[int]
     start: int
-    want_logits: bool
+    logits: int
 
 
 class BatchBackend(Protocol):
     """What a backend provides for batched decoding (seq = a KV sequence id < slots)."""
 
     def batch_decode(self, entries: list[BatchEntry]) -> list[np.ndarray]:
-        """Evaluate every entry in one model call; the last token's logits of each entry
-        with ``want_logits``, in order. Raise ``KVFull`` if the cells ran out (no effect)."""
+        """Evaluate every entry in one model call; for each entry wanting logits, in order,
+        an array of its last ``logits`` positions' logits (one row each, float32, the
+        caller may modify). Raise ``KVFull`` if the cells ran out (no effect)."""
         ...
 
     def seq_truncate(self, seq: int, n: int) -> bool:
@@ -104,6 +115,8 @@ class Job:
     seq: int | None = None
     fed: int = 0  # prompt tokens already in the sequence
     next_token: int | None = None  # sampled, not yet evaluated
+    draft: list[int] = field(default_factory=list)  # evaluated after next_token, unchosen
+    drafter: ContextDrafter | None = None  # drafts from its context, while it decodes
     parked: Snapshot | None = None  # its state while it waits for room
     result: GenerationResult | None = None
     error: BaseException | None = None
@@ -136,6 +149,7 @@ class BatchLoop:
         max_tokens_per_step: int,
         context_window: int,
         name: str,
+        drafting: DraftSettings | None = None,
     ):
         self._backend = backend
         self._slots = [_Slot(i) for i in range(slots)]
@@ -146,6 +160,7 @@ class BatchLoop:
         self._reevaluate_below = reevaluate_below
         self._step_budget = max(slots + 1, max_tokens_per_step)
         self._context_window = context_window
+        self._drafting = drafting  # None: one token per decoding job a step
         self._cond = threading.Condition()
         self._lanes: OrderedDict[str, deque[Job]] = OrderedDict()  # waiting, by episode
         self._parked: deque[Job] = deque()  # preempted for room; they go first
@@ -219,13 +234,15 @@ class BatchLoop:
         entries, owners = self._plan()
         if not entries:
             return
-        n_decode = sum(1 for s in owners if s.job is not None and s.job.next_token is not None)
         try:
             logits = self._backend.batch_decode(entries)
         except KVFull:
+            for slot in owners:
+                if slot.job is not None:
+                    slot.job.draft = []  # never evaluated: drafted again next step
             self._make_room([s for s in owners if s.job is not None])
             return
-        self._count_step(entries, n_decode)
+        self._count_step(entries, owners)
         outputs = iter(logits)
         for entry, slot in zip(entries, owners, strict=True):
             job = slot.job
@@ -236,19 +253,28 @@ class BatchLoop:
                 job.next_token = None
             else:
                 job.fed += len(entry.tokens)
-            if entry.want_logits:
+            if entry.logits:
                 self._advance(slot, next(outputs))
 
     def _plan(self) -> tuple[list[BatchEntry], list[_Slot]]:
-        """This step's tokens: every decoding job's next token, then prompt chunks."""
+        """This step's tokens: every decoding job's next token (and its draft), then prompt
+        chunks."""
         entries: list[BatchEntry] = []
         owners: list[_Slot] = []
         decoding = [s for s in self._slots if s.job is not None and s.job.next_token is not None]
+        prefilling = any(s.job is not None and s.job.prefilling for s in self._slots)
+        budget = self._step_budget - len(decoding)
+        # Drafts take what is left after the next tokens and one prompt chunk.
+        draft_budget = budget - (self._prefill_chunk if prefilling else 0)
         for slot in decoding:
-            assert slot.job is not None and slot.job.next_token is not None
-            entries.append(BatchEntry(slot.seq, [slot.job.next_token], len(slot.tokens), True))
+            job = slot.job
+            assert job is not None and job.next_token is not None
+            job.draft = self._draft_for(job, len(slot.tokens), draft_budget)
+            draft_budget -= len(job.draft)
+            budget -= len(job.draft)
+            tokens = [job.next_token, *job.draft]
+            entries.append(BatchEntry(slot.seq, tokens, len(slot.tokens), len(tokens)))
             owners.append(slot)
-        budget = self._step_budget - len(entries)
         if decoding:
             budget = min(budget, self._prefill_chunk)
         for slot in self._slots:
@@ -258,11 +284,21 @@ class BatchLoop:
             chunk = job.tokens[job.fed : job.fed + budget]
             budget -= len(chunk)
             last = job.fed + len(chunk) == len(job.tokens)
-            entries.append(BatchEntry(slot.seq, chunk, len(slot.tokens), last))
+            entries.append(BatchEntry(slot.seq, chunk, len(slot.tokens), 1 if last else 0))
             owners.append(slot)
         return entries, owners
 
-    def _count_step(self, entries: list[BatchEntry], n_decode: int) -> None:
+    def _draft_for(self, job: Job, n_live: int, budget: int) -> list[int]:
+        """What may follow ``job``'s next token (evaluated at position ``n_live``), from its
+        own context: nothing without drafting, for a job that samples, or without room."""
+        if self._drafting is None or budget <= 0 or not job.decoding.greedy:
+            return []
+        if job.drafter is None:  # its first decoding step: the prompt and the chosen token
+            job.drafter = ContextDrafter([*job.tokens, *job.decoding.out], self._drafting)
+        room = min(job.decoding.draft_room(n_live, self._context_window), budget)
+        return job.decoding.usable_draft(job.drafter.draft(room)) if room > 0 else []
+
+    def _count_step(self, entries: list[BatchEntry], owners: list[_Slot]) -> None:
         extra = self._counters.extra
         sequences = len(entries)
         extra["decode_steps"] = extra.get("decode_steps", 0) + 1
@@ -270,19 +306,59 @@ class BatchLoop:
         if sequences > 1:
             extra["batched_steps"] = extra.get("batched_steps", 0) + 1
         extra["max_step_sequences"] = max(extra.get("max_step_sequences", 0), sequences)
-        prefill = sum(len(e.tokens) for e in entries) - n_decode
-        if n_decode and prefill:  # how long a new prompt held up running episodes
+        decoded = prefill = 0
+        for entry, slot in zip(entries, owners, strict=True):
+            if slot.job is not None and slot.job.next_token is not None:
+                decoded += len(entry.tokens)
+            else:
+                prefill += len(entry.tokens)
+        if decoded and prefill:  # how long a new prompt held up running episodes
             key = "max_prefill_beside_decoding"
             extra[key] = max(extra.get(key, 0), prefill)
 
-    def _advance(self, slot: _Slot, logits: np.ndarray) -> None:
+    def _advance(self, slot: _Slot, rows: np.ndarray) -> None:
+        """Choose the job's next tokens from the logits just evaluated: one row after a
+        prompt's last chunk; after a decoding step, the row of its token and one for each
+        drafted token after it. Each token is chosen as without drafts, from the row of
+        the position before it; while the chosen tokens are the drafted ones, their
+        positions are already evaluated. At the first difference (or the end) the rest of
+        the draft leaves the sequence, and the token chosen there is the next to evaluate."""
         job = slot.job
         assert job is not None
-        token = job.decoding.choose(logits)
-        if token is None or job.decoding.after_token():
+        decoding, draft = job.decoding, job.draft
+        job.draft = []
+        live = len(slot.tokens) - len(draft)  # positions of the prompt and chosen tokens
+        accepted = 0
+        finished = False
+        for row in rows:
+            if accepted and decoding.should_stop(live, self._context_window):
+                finished = True
+                break
+            token = decoding.choose(row)
+            if token is None:
+                finished = True
+                break
+            if job.drafter is not None:
+                job.drafter.append(token)
+            drafted = accepted < len(draft) and draft[accepted] == token
+            if drafted:
+                accepted += 1
+                live += 1
+            if decoding.after_token():
+                finished = True
+                break
+            if not drafted:
+                job.next_token = token
+                break
+        if draft and job.drafter is not None:
+            job.drafter.feedback(len(draft), accepted)
+        if live < len(slot.tokens):
+            del slot.tokens[live:]
+            if not self._backend.seq_truncate(slot.seq, live):
+                self._fail(slot, EngineError("could not drop a rejected draft from the KV memory"))
+                return
+        if finished:
             self._finish(slot)
-        else:
-            job.next_token = token
 
     # -- admission, eviction, room ---------------------------------------------------------
 
@@ -451,7 +527,7 @@ class BatchLoop:
         self._clear(newest)
         newest.job, newest.key = None, None
         if snapshot is None:  # it starts over from its prompt
-            job.fed, job.next_token = 0, None
+            job.fed, job.next_token, job.drafter = 0, None, None
             job.decoding.restart()
         job.parked = snapshot
         self._counters.extra["parked_jobs"] = self._counters.extra.get("parked_jobs", 0) + 1
@@ -467,6 +543,12 @@ class BatchLoop:
         if slot.key is None:  # forgotten while it ran: keep nothing
             self._clear(slot)
         text, finish, n_out = job.decoding.result()
+        if job.drafter is not None:
+            self._counters.add_extra(
+                draft_rounds=job.drafter.drafts,
+                draft_tokens=job.drafter.drafted,
+                draft_accepted=job.drafter.accepted,
+            )
         job.stats.completion_tokens = n_out
         job.stats.seconds = round(time.perf_counter() - job.started, 4)
         self._counters.add_generation(job.stats)

@@ -158,7 +158,7 @@ class LlamaCppEngine(LocalEngine):
         batched = self.options.batch_slots > 1
         try:
             # Drafts are checked without llama.cpp's repacked weights (_draft_span); the
-            # batch loop does not draft.
+            # batch loop pads no step to a span (batching.py), so it keeps them.
             drafts = self.options.speculative == "on" and not batched
             with _model_params(use_extra_bufts=not drafts):
                 llm = llama_cpp.Llama(
@@ -419,17 +419,21 @@ class LlamaSequences:
     def batch_decode(self, entries: list[BatchEntry]) -> list[np.ndarray]:
         import llama_cpp
 
-        batch, i, outputs = self._batch, 0, []
+        batch, i, wanted = self._batch, 0, []  # wanted: each entry's batch indices
         for entry in entries:
+            first_with_logits = len(entry.tokens) - entry.logits
+            indices = []
             for offset, token in enumerate(entry.tokens):
                 batch.token[i] = token
                 batch.pos[i] = entry.start + offset
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = entry.seq
-                batch.logits[i] = entry.want_logits and offset == len(entry.tokens) - 1
+                batch.logits[i] = offset >= first_with_logits
+                if offset >= first_with_logits:
+                    indices.append(i)
                 i += 1
-            if entry.want_logits:
-                outputs.append(i - 1)
+            if indices:
+                wanted.append(indices)
         if i > self._n_batch:
             raise EngineError(f"a step of {i} tokens is over n_batch {self._n_batch}")
         batch.n_tokens = i
@@ -438,12 +442,14 @@ class LlamaSequences:
             raise KVFull()
         if code != 0:
             raise EngineError(f"llama_decode failed with code {code}")
-        return [
-            np.ctypeslib.as_array(
-                llama_cpp.llama_get_logits_ith(self.ctx, k), shape=(self._n_vocab,)
-            ).copy()
-            for k in outputs
-        ]
+        rows = []
+        for indices in wanted:
+            out = np.empty((len(indices), self._n_vocab), dtype=np.float32)
+            for row, k in enumerate(indices):
+                pointer = llama_cpp.llama_get_logits_ith(self.ctx, k)
+                out[row] = np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+            rows.append(out)
+        return rows
 
     def seq_truncate(self, seq: int, n: int) -> bool:
         import llama_cpp

@@ -221,6 +221,7 @@ class LocalEngine(ABC):
                     max_tokens_per_step=self._batch_step_tokens(),
                     context_window=self.context_window,
                     name=self.name,
+                    drafting=(self.options.drafting if self.options.speculative == "on" else None),
                 )
         return self._batch
 
