@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,21 @@ def small_engine(**overrides) -> LlamaCppEngine:
 
 
 @pytest.fixture
-def small_model_engine() -> LlamaCppEngine:
-    """A fresh engine on the small real GGUF (loading takes ~0.1 s: mmap)."""
-    return small_engine()
+def small_model_engine() -> Iterator[LlamaCppEngine]:
+    """A fresh engine on the small real GGUF (loading takes ~0.1 s: mmap), closed after the
+    test (an engine left open keeps its model, and its batch loop's thread, until the
+    garbage collector frees them at some other test's moment)."""
+    engine = small_engine()
+    yield engine
+    engine.close()
 
 
 @pytest.fixture(scope="module")
-def module_engine() -> LlamaCppEngine:
+def module_engine() -> Iterator[LlamaCppEngine]:
     """One engine for a whole test module, so calls reuse the KV cache of shared prompts."""
-    return small_engine()
+    engine = small_engine()
+    yield engine
+    engine.close()
 
 
 @pytest.fixture(scope="session")

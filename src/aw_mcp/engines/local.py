@@ -189,18 +189,20 @@ class LocalEngine(ABC):
             self._drop_live = True
 
     async def aclose(self) -> None:
-        def close() -> None:
-            if self._batch is not None:
-                self._batch.close()  # ends its jobs as cancelled; takes the model lock
-                self._batch = None
-            with self._model_lock:
-                self.snapshots.clear()
-                self._live_key = None
-                if self._loaded:
-                    self._close_model()
-                    self._loaded = False
+        await anyio.to_thread.run_sync(self.close)
 
-        await anyio.to_thread.run_sync(close)
+    def close(self) -> None:
+        """``aclose`` for a caller outside an event loop (it blocks while a generation
+        holds the model: the tests' engine fixtures close here)."""
+        if self._batch is not None:
+            self._batch.close()  # ends its jobs as cancelled; takes the model lock
+            self._batch = None
+        with self._model_lock:
+            self.snapshots.clear()
+            self._live_key = None
+            if self._loaded:
+                self._close_model()
+                self._loaded = False
 
     # -- batched decoding ------------------------------------------------------------------
 
