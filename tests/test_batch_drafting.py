@@ -51,7 +51,7 @@ class CopyingBackend:
 
     def __init__(self, slots: int):
         self.kv: dict[int, list[int]] = {seq: [] for seq in range(slots)}
-        self.steps: list[int] = []  # positions per step
+        self.checked_drafts = 0  # entries of a token and a draft after it
 
     def batch_decode(self, entries: list[BatchEntry]) -> list[np.ndarray]:
         outputs = []
@@ -65,7 +65,7 @@ class CopyingBackend:
                 rows[row, fake_next(held[: first + row + 1])] = 10.0
             if entry.logits:
                 outputs.append(rows)
-        self.steps.append(sum(len(e.tokens) for e in entries))
+        self.checked_drafts += sum(1 for e in entries if e.logits > 1)
         return outputs
 
     def seq_truncate(self, seq: int, n: int) -> bool:
@@ -205,7 +205,7 @@ async def test_drafted_answers_are_those_of_one_token_a_step_for_episodes_sharin
     extra = loop_counters(loop).extra
     assert extra["draft_accepted"] > 0  # drafts were taken ...
     assert extra["draft_tokens"] > extra["draft_accepted"]  # ... and rejected
-    assert max(backend.steps) > len(prompts[next(iter(prompts))])  # steps held drafts
+    assert backend.checked_drafts > 0  # the backend was asked for drafts' logits
 
 
 async def test_a_draft_is_cut_by_max_tokens_and_stop_strings_as_one_token_a_step_is():

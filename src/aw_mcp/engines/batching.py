@@ -319,37 +319,16 @@ class BatchLoop:
     def _advance(self, slot: _Slot, rows: np.ndarray) -> None:
         """Choose the job's next tokens from the logits just evaluated: one row after a
         prompt's last chunk; after a decoding step, the row of its token and one for each
-        drafted token after it. Each token is chosen as without drafts, from the row of
-        the position before it; while the chosen tokens are the drafted ones, their
-        positions are already evaluated. At the first difference (or the end) the rest of
-        the draft leaves the sequence, and the token chosen there is the next to evaluate."""
+        drafted token after it (``Decoding.take_checked``). A draft's rejected rest leaves
+        the sequence; the token chosen after the taken part is the next to evaluate."""
         job = slot.job
         assert job is not None
-        decoding, draft = job.decoding, job.draft
-        job.draft = []
+        draft, job.draft = job.draft, []
         live = len(slot.tokens) - len(draft)  # positions of the prompt and chosen tokens
-        accepted = 0
-        finished = False
-        for row in rows:
-            if accepted and decoding.should_stop(live, self._context_window):
-                finished = True
-                break
-            token = decoding.choose(row)
-            if token is None:
-                finished = True
-                break
-            if job.drafter is not None:
-                job.drafter.append(token)
-            drafted = accepted < len(draft) and draft[accepted] == token
-            if drafted:
-                accepted += 1
-                live += 1
-            if decoding.after_token():
-                finished = True
-                break
-            if not drafted:
-                job.next_token = token
-                break
+        accepted, token = job.decoding.take_checked(
+            rows, draft, live, self._context_window, job.drafter
+        )
+        live += accepted
         if draft and job.drafter is not None:
             job.drafter.feedback(len(draft), accepted)
         if live < len(slot.tokens):
@@ -357,8 +336,10 @@ class BatchLoop:
             if not self._backend.seq_truncate(slot.seq, live):
                 self._fail(slot, EngineError("could not drop a rejected draft from the KV memory"))
                 return
-        if finished:
+        if token is None:
             self._finish(slot)
+        else:
+            job.next_token = token
 
     # -- admission, eviction, room ---------------------------------------------------------
 

@@ -9,7 +9,7 @@ only a ``Vocabulary`` of its model (``LocalEngine`` is one) and the ``DecodingSe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel
@@ -20,6 +20,9 @@ from aw_mcp.engines.counters import EngineCounters
 from aw_mcp.engines.loop_guard import LoopGuard
 from aw_mcp.engines.sampling import SamplingParams, TokenSampler
 from aw_mcp.engines.sequences import first_stop
+
+if TYPE_CHECKING:
+    from aw_mcp.engines.drafting import ContextDrafter
 
 
 class Vocabulary(Protocol):
@@ -197,6 +200,38 @@ class Decoding:
         if self._chooser is not None:
             self._chooser.accept(token)
         return token
+
+    def take_checked(
+        self,
+        rows: np.ndarray,
+        draft: Sequence[int],
+        n_live: int,
+        context_window: int,
+        drafter: ContextDrafter | None,
+    ) -> tuple[int, int | None]:
+        """Choose tokens from the logits of a step that evaluated a chosen token and then
+        ``draft`` (one row each; just the token's row when nothing was drafted), as one
+        token a step would: each from the row of the position before it, stops and limits
+        checked before each. While the chosen tokens are the drafted ones their positions
+        are already evaluated. Returns how many drafted tokens were chosen, and the token to
+        evaluate next (None: the generation ended). ``n_live``: positions evaluated up to
+        the step's chosen token; ``drafter`` (if any) sees every chosen token."""
+        accepted = 0
+        for row in rows:
+            if self.should_stop(n_live + accepted, context_window):
+                return accepted, None
+            token = self.choose(row)
+            if token is None:
+                return accepted, None
+            if drafter is not None:
+                drafter.append(token)
+            taken = accepted < len(draft) and draft[accepted] == token
+            accepted += taken
+            if self.after_token():
+                return accepted, None
+            if not taken:
+                return accepted, token
+        raise AssertionError("the last row always ends the check")  # it is never drafted
 
     def after_token(self) -> bool:
         """After a token was chosen: True if a stop string or the grammar ended the output."""

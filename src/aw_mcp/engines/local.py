@@ -353,47 +353,38 @@ class LocalEngine(ABC):
         drafter = ContextDrafter(tokens, self.options.drafting)
         fewest, most = self._draft_span()
         n_live = len(tokens)  # positions in the live state that hold prompt or chosen tokens
-        rows = self._logits()[np.newaxis]  # rows[0]: the logits of the next token
-        pending: list[int] = []  # drafted tokens evaluated after n_live, not yet chosen
-        drafted = accepted = 0  # the current draft's size and what was chosen of it
+        rows = self._logits()[np.newaxis]  # the prompt's last row: nothing drafted yet
+        draft: list[int] = []  # evaluated after n_live, not yet chosen
+        drafted = 0  # of them, drafts from the context (the rest are guesses)
         guesses = guesses_taken = 0  # tokens added to reach ``fewest`` positions a step
         try:
-            while not decoding.should_stop(n_live, self.context_window):
-                token = decoding.choose(rows[0])
+            while True:
+                accepted, token = decoding.take_checked(
+                    rows, draft, n_live, self.context_window, drafter
+                )
+                n_live += accepted
+                if accepted < len(draft):  # the model chose otherwise: the draft's rest goes
+                    self._discard(n_live)
+                draft = []
+                if drafted:
+                    drafter.feedback(drafted, min(accepted, drafted))
+                guesses_taken += max(0, accepted - drafted)
                 if token is None:
                     break
-                drafter.append(token)
-                if pending and pending[0] == token:
-                    pending.pop(0)
-                    rows = rows[1:]
-                    accepted += 1
-                    guesses_taken += accepted > drafted
-                    n_live += 1
-                else:
-                    if pending:  # the model chose otherwise: the draft's rest goes
-                        self._discard(n_live)
-                        pending = []
-                    if drafted:
-                        drafter.feedback(drafted, min(accepted, drafted))
-                    room = min(decoding.draft_room(n_live, self.context_window), most - 1)
-                    draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
-                    drafted, accepted = len(draft), 0
-                    # Up to ``fewest`` positions where the context has room (the last
-                    # chosen token's cell is reused by the next call, so it counts too).
-                    short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
-                    if short > 0:
-                        draft += [drafter.guess()] * short
-                        guesses += short
-                    rows = self._evaluate_all([token, *draft])
-                    pending = list(draft)
-                    n_live += 1
-                if decoding.after_token():
-                    break
+                room = min(decoding.draft_room(n_live, self.context_window), most - 1)
+                draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
+                drafted = len(draft)
+                # Up to ``fewest`` positions where the context has room (the last chosen
+                # token's cell is reused by the next call, so it counts too).
+                short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
+                if short > 0:
+                    draft += [drafter.guess()] * short
+                    guesses += short
+                rows = self._evaluate_all([token, *draft])
+                n_live += 1
         finally:
-            if pending:
+            if draft:  # an error between evaluating a draft and choosing through it
                 self._discard(n_live)
-            if drafted:
-                drafter.feedback(drafted, min(accepted, drafted))
             self.counters.add_extra(
                 draft_rounds=drafter.drafts,
                 draft_tokens=drafter.drafted,
