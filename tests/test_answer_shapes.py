@@ -1,9 +1,11 @@
 """A tool with no outputSchema answers in the JSON shape its earlier answers share
 (``simulation/answer_shapes.py``): inferred from the episode and from recorded real episodes,
-held by a grammar that still lets a one-line error through."""
+held by a grammar that still lets a one-line error through; in Python's literal syntax where
+the earlier answers were written so (``str()`` of rows, as mcp-server-sqlite answers)."""
 
 from __future__ import annotations
 
+import ast
 import json
 
 import llguidance
@@ -19,7 +21,9 @@ from aw_mcp.server.app import build_server
 from aw_mcp.simulation.answer_shapes import (
     AnswerShapes,
     answers_of,
+    inferred,
     inferred_shape,
+    python_literal_grammar,
     shape_grammar,
 )
 from aw_mcp.simulation.grounding import GroundingIndex
@@ -31,11 +35,20 @@ from tests.engine_support import write_tiny_domain
 
 BYTES = llguidance.LLTokenizer("byte")
 MEMORY = REPO_ROOT / "data" / "mcp" / "memory"
+SQLITE = REPO_ROOT / "data" / "mcp" / "sqlite" / "heldout"
+
+
+def grammar_accepts(lark: str, text: str) -> bool:
+    matcher = llguidance.LLMatcher(BYTES, compile_lark(lark))
+    return bool(matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_accepting())
 
 
 def accepts(shape: dict, text: str) -> bool:
-    matcher = llguidance.LLMatcher(BYTES, compile_lark(shape_grammar(shape, 512).lark))
-    return bool(matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_accepting())
+    return grammar_accepts(shape_grammar(shape, 512).lark, text)
+
+
+def accepts_literal(shape: dict, text: str) -> bool:
+    return grammar_accepts(python_literal_grammar(shape).lark, text)
 
 
 def turn(tool: str, arguments: dict, observation: str, **extra) -> Turn:
@@ -65,6 +78,81 @@ def test_the_shape_two_answers_share_is_their_keys_types_and_order():
     assert not accepts(shape, '[{"name": "c", "tags": [], "size": 0, "owner": "bob"}]')
     assert not accepts(shape, '{"n": 3}')  # the call echoed back
     assert not accepts(shape, "Here is the result:\n```json\n[]\n```")  # prose, fenced code
+
+
+ROWS = [
+    turn("query", {"q": 1}, "[{'id': 101, 'total': 39.99, 'note': None}]"),
+    turn(
+        "query",
+        {"q": 2},
+        "[{'id': 102, 'total': 79.49, 'note': None}, {'id': 103, 'total': 12.5, 'note': None}]",
+    ),
+]
+
+
+def test_answers_written_as_python_literals_are_asked_for_as_python_literals():
+    found = inferred(answers_of(ROWS, "query"))
+    assert found is not None and found.syntax == "python"
+    item = found.shape["items"]
+    assert list(item["properties"]) == ["id", "total", "note"]
+    # what such a server prints: repr() of rows, quotes as Python chooses them
+    assert accepts_literal(found.shape, "[{'id': 104, 'total': 45.0, 'note': \"it's\"}]")
+    assert accepts_literal(found.shape, "[{'id': 5, 'total': 1e-05, 'note': [1, 'a']}]")
+    assert accepts_literal(found.shape, "[]")
+    assert accepts_literal(found.shape, "Database error: no such table: products")
+    # not the JSON a model trained on JSON servers writes, nor other keys, nor prose
+    assert not accepts_literal(found.shape, '[{"id": 104, "total": 45.0, "note": null}]')
+    assert not accepts_literal(found.shape, "[\n  {\n    'id': 104\n  }\n]")
+    assert not accepts_literal(found.shape, "[{'id': 104, 'total': 45.0}]")
+    assert not accepts_literal(found.shape, "[{'total': 45.0, 'id': 104, 'note': None}]")
+    assert not accepts_literal(found.shape, "Here are the rows:\n[]")
+    # JSON answers keep the JSON grammar
+    assert inferred(answers_of(ENTITIES, "create")).syntax == "json"  # type: ignore[union-attr]
+
+
+def test_rows_whose_keys_vary_take_any_keys_in_python_syntax():
+    """A query's columns are the query's: rows of other keys set no keys, only the syntax."""
+    answers = ["[{'name': 'Ann', 'email': 'a@x'}]", "[{'n': 4, 'revenue': 278.23}]", "[]"]
+    found = inferred(answers)
+    assert found is not None and found.syntax == "python"
+    assert accepts_literal(found.shape, "[{'city': 'Lisbon'}, {'city': 'Paris'}]")
+    assert accepts_literal(found.shape, "[{'COUNT(*)': 4}]")
+    assert not accepts_literal(found.shape, '[{"city": "Lisbon"}]')
+    assert not accepts_literal(found.shape, "{'city': 'Lisbon'}")  # rows come in a list
+
+
+def test_an_error_line_sets_no_shape_and_vetoes_none():
+    errors = [turn("query", {"q": 3}, "Database error: no such table: products")]
+    assert inferred(answers_of([*ROWS, *errors], "query")) is not None
+    assert inferred_shape(answers_of([*ENTITIES, turn("create", {}, "Error: bad name")], "create"))
+    # one line without "error" is a text answer: the tool's answers depend on what it reads
+    assert inferred(answers_of([*ROWS, turn("query", {"q": 3}, "Done")], "query")) is None
+    # JSON and Python literals mixed set none
+    mixed = [ROWS[0], turn("query", {"q": 4}, '[{"id": 1, "total": 2.0, "note": null}]')]
+    assert inferred(answers_of(mixed, "query")) is None
+
+
+@pytest.mark.data
+def test_every_held_out_sqlite_answer_keeps_to_the_syntax_the_other_episodes_set():
+    """The real sqlite server's held-out answers (never trained on), each checked against the
+    grammar that the other episodes' answers of its tool give: no real answer is ruled out,
+    and the tools that answer rows are held to Python's syntax."""
+    episodes = load_record_dir(SQLITE)
+    shaped, checked = set(), 0
+    for k, episode in enumerate(episodes):
+        others = [t for e in episodes[:k] + episodes[k + 1 :] for t in e.turns()]
+        for current in episode.turns():
+            found = inferred(answers_of(others, current.action.tool))
+            if found is None:
+                continue
+            shaped.add(current.action.tool)
+            checked += 1
+            assert found.syntax == "python"
+            lark = python_literal_grammar(found.shape).lark
+            assert grammar_accepts(lark, current.observation), current.observation[:200]
+            if current.observation.startswith("["):
+                ast.literal_eval(current.observation)  # what was accepted is a literal
+    assert checked >= 60 and {"read_query", "write_query", "list_tables"} <= shaped
 
 
 @pytest.mark.parametrize(
@@ -148,10 +236,19 @@ async def test_the_third_answer_of_a_json_tool_is_asked_for_in_its_shape(tmp_pat
 
 
 @pytest.mark.anyio
-async def test_recorded_answers_give_the_shape_from_the_first_call(tmp_path):
+@pytest.mark.parametrize(
+    ("calls", "syntax"),
+    [
+        ([("ls", '{"ran": "ls", "lines": ["a"]}'), ("pwd", '{"ran": "pwd", "lines": []}')], "json"),
+        (
+            [("ls", "{'ran': 'ls', 'lines': ['a']}"), ("pwd", "{'ran': 'pwd', 'lines': []}")],
+            "python",
+        ),
+    ],
+)
+async def test_recorded_answers_give_the_shape_from_the_first_call(tmp_path, calls, syntax):
     records = tmp_path / "records"
     records.mkdir()
-    calls = [("ls", '{"ran": "ls", "lines": ["a"]}'), ("pwd", '{"ran": "pwd", "lines": []}')]
     lines = [
         {
             "index": i,
@@ -174,7 +271,11 @@ async def test_recorded_answers_give_the_shape_from_the_first_call(tmp_path):
     async with Client(build_server(simulator), mode="legacy") as client:
         await client.call_tool("run_command", {"command": "date"})
     [request] = engine.requests
-    assert request.grammar is not None and '"lines"' in request.grammar.lark
+    assert request.grammar is not None
+    if syntax == "json":
+        assert '"lines"' in request.grammar.lark and "%json" in request.grammar.lark
+    else:
+        assert "'lines': " in request.grammar.lark and "%json" not in request.grammar.lark
 
 
 @pytest.mark.anyio
@@ -201,5 +302,33 @@ async def test_the_embedded_model_answers_in_the_shape_or_one_line():
     if text.startswith("["):
         value = json.loads(text)
         assert all(set(item) <= {"name", "tags", "size", "note"} for item in value)
+    else:
+        assert "\n" not in text.strip(), text
+
+
+@pytest.mark.anyio
+async def test_the_embedded_model_answers_rows_as_python_literals_or_one_line():
+    """With the real small model: an answer under the Python-literal grammar is a literal of
+    the rows' shape, or one line of text."""
+    found = inferred(answers_of(ROWS, "query"))
+    assert found is not None
+    request = GenerationRequest(
+        messages=[
+            ChatMessage(role="system", content="You are a SQL API. Answer with the rows."),
+            ChatMessage(role="user", content="SELECT id, total, note FROM orders WHERE id = 104"),
+        ],
+        max_tokens=80,
+        temperature=0.0,
+        grammar=python_literal_grammar(found.shape),
+    )
+    engine = small_engine()
+    try:
+        result = await engine.generate(request)
+    finally:
+        await engine.aclose()
+    text = result.text
+    if text.startswith("["):
+        rows = ast.literal_eval(text)
+        assert all(list(row) == ["id", "total", "note"] for row in rows), text
     else:
         assert "\n" not in text.strip(), text

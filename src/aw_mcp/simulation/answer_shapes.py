@@ -15,16 +15,31 @@ What counts as the shape: the JSON types of each key (keys every example has are
 the others optional, none beyond them), and of the items of each list (every item of every
 example merged). Values are free. A tool that answered in text once, outside errors, has no
 shape: its answers depend on what it reads (``read_file`` of one JSON file and then another).
+An error is an answer flagged ``isError``, or one line that says "error" (many servers return
+``Database error: ...`` as plain text): it sets nothing, and the grammar lets such a line
+through.
+
+The syntax is the earlier answers' too: JSON, or Python literals where a server answers with
+``str()`` of its result (``[{'id': 1, 'note': None}]``; mcp-server-sqlite and many FastMCP
+tools). Answers that are all Python literals, one of them no JSON, make the next one a Python
+literal of their shape (``engines/python_literal_grammar.py``): a model trained on JSON
+servers would otherwise write the rows right in the wrong syntax.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import functools
 import json
+import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from aw_mcp.domain.models import ToolSpec
 from aw_mcp.engines.json_grammar import JSON_WHITESPACE_REGEX, grammar_view
+from aw_mcp.engines.python_literal_grammar import python_literal_rules
 from aw_mcp.engines.text_grammars import TextGrammar
 from aw_mcp.records.calls import Turn
 
@@ -35,6 +50,8 @@ MAX_DEPTH = 8  # below this, any value
 # servers in data/mcp, 81% are one line of at most this many characters; the others (input
 # validation errors) are cut to their first line.
 MAX_TEXT_LINE = 1000
+# The grammars' other answer: one line whose first character opens no object or list.
+_ERROR_TEXT = f"TEXT: /[^\\[{{\\s][^\\n]{{0,{MAX_TEXT_LINE}}}/\n"
 
 
 def answers_of(turns: Iterable[Turn], tool: str) -> list[str]:
@@ -47,28 +64,87 @@ def answers_of(turns: Iterable[Turn], tool: str) -> list[str]:
     ]
 
 
+Syntax = Literal["json", "python"]
+_ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """The contract a tool's earlier answers set: their syntax and the shape they share."""
+
+    syntax: Syntax
+    shape: dict[str, Any]
+
+
 def inferred_shape(answers: Iterable[str]) -> dict[str, Any] | None:
     """The JSON schema one tool's answers share; None where they set none (fewer than
-    ``MIN_EXAMPLES`` different ones, not all JSON, or objects with different keys)."""
-    values = _json_values(answers)
-    return None if values is None else _shared_shape(values)
+    ``MIN_EXAMPLES`` different ones, not all JSON or all Python literals, or objects with
+    different keys)."""
+    found = inferred(answers)
+    return None if found is None else found.shape
 
 
-def _json_values(answers: Iterable[str]) -> dict[str, Any] | None:
-    """Each different answer's JSON value, by its text; None if one is not a JSON object or
-    list (the tool's answers then depend on what it reads)."""
-    values: dict[str, Any] = {}
-    for text in answers:
-        if text in values:  # the same answer again is no more evidence
-            continue
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return None
-        if not isinstance(value, dict | list):
-            return None
-        values[text] = value
-    return values
+def inferred(answers: Iterable[str]) -> Inferred | None:
+    """The syntax and shape one tool's answers share, or None."""
+    parsed = _parsed_values(answers)
+    if parsed is None:
+        return None
+    syntax, values = parsed
+    shape = _shared_shape(values)
+    return None if shape is None else Inferred(syntax, shape)
+
+
+def is_error_line(text: str) -> bool:
+    """One line, not opening a list or an object, that says "error": a server's error text."""
+    return (
+        "\n" not in text.strip()
+        and len(text) <= MAX_TEXT_LINE
+        and not text.lstrip().startswith(("[", "{"))
+        and _ERROR_LINE.search(text) is not None
+    )
+
+
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> tuple[Any, Any]:
+    """``text`` read as JSON and as a Python literal (``_MISSING`` where it is not one, or
+    not a list or dict of plain values)."""
+    as_json: Any = _MISSING
+    with contextlib.suppress(ValueError):
+        as_json = json.loads(text)
+    as_python: Any = _MISSING
+    with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        as_python = ast.literal_eval(text.strip())
+    if not isinstance(as_json, dict | list):
+        as_json = _MISSING
+    if not isinstance(as_python, dict | list) or not _plain(as_python):
+        as_python = _MISSING
+    return as_json, as_python
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Only what JSON can hold too: str keys, lists, and str, int, float, bool, None."""
+    if depth > MAX_DEPTH * 4:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _parsed_values(answers: Iterable[str]) -> tuple[Syntax, dict[str, Any]] | None:
+    """Each different answer's value, by its text, and the syntax they share; None if one is
+    neither (the tool's answers then depend on what it reads). Error lines are left out."""
+    texts = list(dict.fromkeys(a for a in answers if not is_error_line(a)))
+    parsed = [_parse(text) for text in texts]
+    if all(as_json is not _MISSING for as_json, _ in parsed):
+        return "json", {t: as_json for t, (as_json, _) in zip(texts, parsed, strict=True)}
+    if all(as_python is not _MISSING for _, as_python in parsed):
+        return "python", {t: as_py for t, (_, as_py) in zip(texts, parsed, strict=True)}
+    return None
 
 
 def _shared_shape(values: dict[str, Any]) -> dict[str, Any] | None:
@@ -82,25 +158,24 @@ def _shared_shape(values: dict[str, Any]) -> dict[str, Any] | None:
 
 class AnswerShapes:
     """The grammar of a tool's next answer where its earlier ones set a shape: in the
-    episode, and in recorded real episodes (``--grounding``) when given (parsed once per
+    episode, and in recorded real episodes (``--grounding``) when given (read once per
     tool: they do not change while serving)."""
 
     def __init__(self, recorded: Callable[[str], list[str]] | None = None):
         self.recorded = recorded
-        self._recorded_values: dict[str, dict[str, Any] | None] = {}
+        self._recorded: dict[str, list[str]] = {}
 
     def grammar(self, spec: ToolSpec, turns: list[Turn], max_tokens: int) -> TextGrammar | None:
         if spec.model_output_schema is not None or spec.simulation.answer_grammar is not None:
             return None  # the tool's own contract says more
-        if spec.name not in self._recorded_values:
-            recorded = self.recorded(spec.name) if self.recorded else []
-            self._recorded_values[spec.name] = _json_values(recorded)
-        recorded_values = self._recorded_values[spec.name]
-        episode_values = _json_values(answers_of(turns, spec.name))
-        if recorded_values is None or episode_values is None:
+        if spec.name not in self._recorded:
+            self._recorded[spec.name] = self.recorded(spec.name) if self.recorded else []
+        found = inferred([*self._recorded[spec.name], *answers_of(turns, spec.name)])
+        if found is None:
             return None
-        shape = _shared_shape(recorded_values | episode_values)
-        return shape_grammar(shape, max_tokens) if shape is not None else None
+        if found.syntax == "python":
+            return python_literal_grammar(found.shape)
+        return shape_grammar(found.shape, max_tokens)
 
 
 def _json_type(value: Any) -> str:
@@ -152,10 +227,12 @@ def shape_grammar(shape: dict[str, Any], max_tokens: int) -> TextGrammar:
     or one line of text that is not JSON (an error message)."""
     bounded = grammar_view(shape, max_tokens)
     view = {**bounded, "x-guidance": {"whitespace_pattern": JSON_WHITESPACE_REGEX}}
-    lark = (
-        "start: shaped | TEXT\n"
-        f"shaped: %json {json.dumps(view)}\n"
-        # an error: one line whose first character opens no object or list
-        f"TEXT: /[^\\[{{\\s][^\\n]{{0,{MAX_TEXT_LINE}}}/\n"
-    )
+    lark = f"start: shaped | TEXT\nshaped: %json {json.dumps(view)}\n" + _ERROR_TEXT
     return TextGrammar(lark=lark, closing_chars='"]}\n')
+
+
+def python_literal_grammar(shape: dict[str, Any]) -> TextGrammar:
+    """An answer of ``shape`` written as a Python literal, on one line, or one line of text
+    that opens no list or dict (an error message)."""
+    lark = "start: shaped | TEXT\n" + python_literal_rules(shape, "shaped") + _ERROR_TEXT
+    return TextGrammar(lark=lark, closing_chars="'\"]}")
