@@ -294,3 +294,41 @@ def test_a_domain_whose_episodes_all_exceed_max_tokens_is_not_in_the_adapters_do
     examples = build_examples(episodes, contexts, SmallModelProfile(), serving_format, 1200)
     assert {e.episode for e in examples} == {e.episode for e in by_dir[dirs[1]]}
     assert trained_domains(episodes, examples, contexts) == ["terminal"]
+
+
+def test_init_from_bundled_is_the_adapter_serve_picks_and_keeps_its_profile_and_alpha():
+    """``--init-from bundled`` on a recorded server of one's own starts from the mirrors'
+    adapter (what serve --tools-from would answer with), in that adapter's prompt profile and
+    at its alpha unless --profile or --alpha is given; a base or domains no bundled adapter
+    fits is a clear error."""
+    from aw_mcp.errors import UserInputError
+    from aw_mcp.training.job import (
+        BUNDLED,
+        TrainJob,
+        adopt_adapter_settings,
+        record_adapter_domains,
+        resolve_init_from,
+    )
+    from aw_mcp.training.trainer import TrainSettings
+
+    mirrors = REPO_ROOT / "adapters" / "qwen2.5-coder-0.5b-mirrors.gguf"
+    info = read_adapter_info(mirrors)
+    assert info.base_model and info.domains == ("mcp-mirror",)
+    job = TrainJob(record_dirs=[REPO_ROOT / "tests/data/records/memory"], out=Path("unused"))
+    assert record_adapter_domains(job) == ["mcp-mirror"]
+    found = resolve_init_from(BUNDLED, info.base_model, record_adapter_domains(job))
+    assert found.name == mirrors.name
+    assert resolve_init_from(BUNDLED, info.base_model, ["terminal"]).name == (
+        "qwen2.5-coder-0.5b.gguf"
+    )
+    with pytest.raises(UserInputError, match="no bundled adapter"):
+        resolve_init_from(BUNDLED, "some-other-base.gguf", ["mcp-mirror"])
+    assert resolve_init_from(mirrors, "any.gguf", []) == mirrors  # a file is itself
+
+    # train's own defaults differ from the mirrors' adapter's, else this could not fail
+    assert (job.profile, TrainSettings().alpha) != (info.profile, info.alpha)
+    adopted_job, adopted = adopt_adapter_settings(job, TrainSettings(), found)
+    assert (adopted_job.profile, adopted.alpha) == (info.profile, info.alpha)
+    given_job = TrainJob(**{**job.model_dump(), "profile": "small"})  # --profile small given
+    kept_job, kept = adopt_adapter_settings(given_job, TrainSettings(alpha=64), found)
+    assert (kept_job.profile, kept.alpha) == ("small", 64)

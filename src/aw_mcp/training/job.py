@@ -106,10 +106,60 @@ class TrainJob(Section):
     init_from: Path | None = Field(
         default=None,
         description="start from another run's LoRA weights (fresh optimizer and schedule): its "
-        "checkpoint, or a GGUF adapter such as a bundled one, e.g. to continue a trained adapter "
-        "on new episodes; ignored with --resume",
-        json_schema_extra=flag(JOB, "CHECKPOINT.pt|ADAPTER.gguf"),
+        "checkpoint, or a GGUF adapter, e.g. to continue a trained adapter on new episodes; "
+        "'bundled': the bundled adapter serve would use for these episodes' domains (for a "
+        "recorded server of your own, the mirrors' adapter). Without --profile and --alpha, a "
+        "GGUF adapter's are kept. Ignored with --resume",
+        json_schema_extra=flag(JOB, "CHECKPOINT.pt|ADAPTER.gguf|bundled"),
     )
+
+
+BUNDLED = Path("bundled")  # --init-from's name for the bundled adapter of the episodes
+
+
+def resolve_init_from(init_from: Path, base_model: str, domains: list[str]) -> Path:
+    """The file ``--init-from`` names: itself, or for ``bundled`` (where no such file is) the
+    bundled adapter serve picks for ``domains`` on ``base_model``."""
+    from aw_mcp.models.adapters import default_adapters
+
+    if init_from != BUNDLED or init_from.exists():
+        return init_from
+    found = default_adapters(base_model, domains)
+    if not found:
+        raise UserInputError(
+            f"--init-from bundled: no bundled adapter is made for {base_model} and the "
+            f"domains {', '.join(domains)}; give an adapter file, or leave --init-from out"
+        )
+    log.info("--init-from bundled: %s", found[0].path)
+    return found[0].path
+
+
+def adopt_adapter_settings(
+    job: TrainJob, settings: TrainSettings, init_from: Path
+) -> tuple[TrainJob, TrainSettings]:
+    """The job and settings with the prompt profile and alpha of the GGUF adapter a run starts
+    from, where --profile and --alpha were not given: its weights were trained on that layout
+    and at that scale (the mirrors' adapter on ``default``, where train's own default is
+    ``small``)."""
+    from aw_mcp.models.adapters import read_adapter_info
+
+    if init_from.suffix != ".gguf":
+        return job, settings  # a checkpoint's rank and alpha are checked when it is read
+    info = read_adapter_info(init_from)
+    if "alpha" not in settings.model_fields_set and info.alpha and info.alpha != settings.alpha:
+        log.info("--init-from %s: its --alpha %g", init_from, info.alpha)
+        settings = settings.model_copy(update={"alpha": info.alpha})
+    if "profile" not in job.model_fields_set and info.profile in PROFILES:
+        if info.profile != job.profile:
+            log.info("--init-from %s: its --profile %s", init_from, info.profile)
+        job = job.model_copy(update={"profile": info.profile})
+    return job, settings
+
+
+def record_adapter_domains(job: TrainJob) -> list[str]:
+    """The adapter domains of the job's record dirs (before any is rendered)."""
+    by_dir = {d: load_record_dir(d) for d in job.record_dirs}
+    return sorted({d.adapter_domain for d in training_domains(job.simulator, by_dir)})
 
 
 def training_domains(
@@ -188,12 +238,19 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     import torch
 
     from aw_mcp.engines.base import default_inference_threads
+    from aw_mcp.models.catalogue import DEFAULT_MODEL
+    from aw_mcp.models.fetch import resolve_model
     from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
     from aw_mcp.training.lora import load_for_training
     from aw_mcp.training.trainer import Trainer
 
     torch.manual_seed(settings.seed)
     torch.set_num_threads(job.threads or default_inference_threads())
+    init_from = None
+    if job.init_from and not job.resume:
+        base_name = resolve_model(job.model or DEFAULT_MODEL).name
+        init_from = resolve_init_from(job.init_from, base_name, record_adapter_domains(job))
+        job, settings = adopt_adapter_settings(job, settings, init_from)
     training_set = build_training_set(job)
     base, examples = training_set.base, training_set.examples
     train, validation = split_validation(examples, job.val_fraction, settings.seed)
@@ -223,8 +280,8 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         log.warning(
             "--init-from %s is not used: --resume continues OUT's checkpoint", job.init_from
         )
-    elif job.init_from:
-        trainer.load_weights(job.init_from)
+    elif init_from:
+        trainer.load_weights(init_from)
     summary = trainer.run(resume=job.resume)
     return {
         **summary,
