@@ -27,6 +27,7 @@ SOURCE_NAMES: dict[str, str] = {
     "sequential-thinking": "sequential_thinking",
     "fetch": "fetch",
     "sqlite": "sqlite",
+    "duckdb": "duckdb_shop",
     "web": "web",
 }
 
