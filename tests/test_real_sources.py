@@ -57,8 +57,9 @@ def test_at_least_eight_real_sources_each_with_pinned_versions():
         assert set(world.scripts) <= {"train", "heldout"} and "heldout" in world.scripts
 
 
-def test_sqlite_is_held_out_entirely_and_held_out_sites_never_appear_in_training():
-    assert set(source("sqlite").scripts) == {"heldout"}
+def test_sqlite_and_duckdb_are_held_out_entirely_and_held_out_sites_never_appear_in_training():
+    for name in ("sqlite", "duckdb"):
+        assert set(source(name).scripts) == {"heldout"}, f"{name} has training episodes"
     for name in ("web", "fetch"):
         train = source(name).scripts["train"]
         urls = {
@@ -359,6 +360,42 @@ def test_a_time_server_episode_is_recorded_in_the_sandbox_and_replays(tmp_path: 
     assert info["versions"] == {"mcp-server-time": "2026.10.19"} and info["split"] == "heldout"
     assert "serve --tools-from" in (out / "world.yaml").read_text().splitlines()[1]
     anyio.run(_replay, out, ServeSettings(tools_from=[out / "tools" / "time.json"], replay=out))
+
+
+@pytest.mark.external
+@pytest.mark.skipif(bool(_cannot_record("duckdb")), reason=_cannot_record("duckdb"))
+def test_a_duckdb_episode_is_recorded_on_a_local_file_and_replays(tmp_path: Path):
+    """The MotherDuck server on the seeded DuckDB file, no token and no network: its answers
+    are DuckDB's (JSON tables), and ``serve --replay`` gives them back as recorded."""
+    out = tmp_path / "duckdb"
+    world = prepare_world("duckdb").drawing_only("heldout", ["explore"])
+    generate_mcp_world(world, out, seed=1, episodes=1, split="heldout")
+    [episode] = load_record_dir(out)
+    assert episode.domain == "duckdb" and len(episode.records) >= 4
+    assert {r.source for r in episode.records} == {"real"}
+    assert not any(r.is_error for r in episode.records)
+    listed = episode.records[0 if episode.records[0].tool == "list_tables" else 1]
+    assert '"name": "products"' in listed.observation  # the seeded table, as DuckDB lists it
+    info = yaml.safe_load((out / "source.yaml").read_text())
+    assert info["held_out_entirely"] and info["versions"]["mcp-server-motherduck"] == "1.1.0"
+    tools = json.loads((out / "tools" / "duckdb.json").read_text())["tools"]
+    assert {"execute_query", "list_tables", "list_columns"} <= {t["name"] for t in tools}
+    anyio.run(_replay, out, ServeSettings(tools_from=[out / "tools" / "duckdb.json"], replay=out))
+
+
+@pytest.mark.data
+def test_the_held_out_duckdb_folder_loads_with_its_tools_and_real_answers():
+    folder = REPO_ROOT / "data" / "mcp" / "duckdb" / "heldout"
+    episodes = load_record_dir(folder)
+    assert len(episodes) == 30 and {e.domain for e in episodes} == {"duckdb"}
+    tools = json.loads((folder / "tools" / "duckdb.json").read_text())["tools"]
+    assert {"execute_query", "list_databases", "list_tables", "list_columns"} == {
+        t["name"] for t in tools
+    }
+    records = [r for e in episodes for r in e.records]
+    answered = [r for r in records if '"success": true' in r.observation]
+    assert len(answered) > len(records) / 2, "mostly errors: the server did not run as meant"
+    assert yaml.safe_load((folder / "source.yaml").read_text())["held_out_entirely"] is True
 
 
 @pytest.mark.external

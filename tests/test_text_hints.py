@@ -112,7 +112,14 @@ def test_a_hint_must_name_the_one_required_property():
 
 @pytest.mark.data
 @pytest.mark.parametrize(
-    "folder", ["mcp/memory/train", "mcp/time/train", "mcp/sequential-thinking/train", "os"]
+    "folder",
+    [
+        "mcp/memory/train",
+        "mcp/time/train",
+        "mcp/sequential-thinking/train",
+        "os",
+        "mcp/duckdb/heldout",
+    ],
 )
 def test_every_committed_structured_record_round_trips_through_its_capture(folder):
     """The committed captures carry the hints their records imply: for every recorded

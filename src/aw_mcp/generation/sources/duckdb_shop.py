@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from aw_mcp.generation.mcp_servers import MCP_USER, Call, Template, mcp_user_world, python_server
@@ -54,7 +55,7 @@ SALES = [
 ]
 
 
-def _values(rows: list[tuple[object, ...]]) -> str:
+def _values(rows: Sequence[tuple[object, ...]]) -> str:
     return ", ".join(
         "(" + ", ".join(str(v) if isinstance(v, int) else f"'{v}'" for v in row) + ")"
         for row in rows
