@@ -84,12 +84,14 @@ def _seed(root: Path) -> None:
     if not Path(python).exists():
         raise SandboxUnavailable(f"{PACKAGE} is not installed in /opt/aw-mcp-{VENV} (.ci/run)")
     database = root / MCP_USER / Path(DATABASE).name
-    subprocess.run(
+    done = subprocess.run(
         [python, "-c", _WRITE_DATABASE, str(database), SEED_SQL],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=60,
     )
+    if done.returncode != 0:  # e.g. a venv without duckdb: say what DuckDB's python said
+        raise SandboxUnavailable(f"could not seed {DATABASE}: {done.stderr.strip()[-500:]}")
 
 
 TABLES = ["products", "inventory", "sales"]
