@@ -107,10 +107,12 @@ def is_error_line(text: str) -> bool:
 _MISSING = object()
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)  # a grounded tool's recorded answers, read once a call
 def _parse(text: str) -> tuple[Any, Any]:
     """``text`` read as JSON and as a Python literal (``_MISSING`` where it is not one, or
     not a list or dict of plain values)."""
+    if not text.lstrip().startswith(("[", "{")):
+        return _MISSING, _MISSING  # no list or dict (a page, a message): nothing to parse
     as_json: Any = _MISSING
     with contextlib.suppress(ValueError):
         as_json = json.loads(text)
