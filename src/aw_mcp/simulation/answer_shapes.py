@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -86,12 +85,7 @@ def inferred_shape(answers: Iterable[str]) -> dict[str, Any] | None:
 
 def inferred(answers: Iterable[str]) -> Inferred | None:
     """The syntax and shape one tool's answers share, or None."""
-    parsed = _parsed_values(answers)
-    if parsed is None:
-        return None
-    syntax, values = parsed
-    shape = _shared_shape(values)
-    return None if shape is None else Inferred(syntax, shape)
+    return _contract(_read(answers))
 
 
 def is_error_line(text: str) -> bool:
@@ -105,10 +99,17 @@ def is_error_line(text: str) -> bool:
 
 
 _MISSING = object()
+# An answer read both ways: (its JSON value, its Python literal value), _MISSING where not one.
+_Read = tuple[Any, Any]
 
 
-@functools.lru_cache(maxsize=1024)  # a grounded tool's recorded answers, read once a call
-def _parse(text: str) -> tuple[Any, Any]:
+def _read(answers: Iterable[str]) -> dict[str, _Read]:
+    """Each different answer, error lines left out, by its text, read as JSON and as a
+    Python literal (the same answer again is no more evidence)."""
+    return {text: _parse(text) for text in dict.fromkeys(answers) if not is_error_line(text)}
+
+
+def _parse(text: str) -> _Read:
     """``text`` read as JSON and as a Python literal (``_MISSING`` where it is not one, or
     not a list or dict of plain values)."""
     if not text.lstrip().startswith(("[", "{")):
@@ -137,15 +138,16 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _parsed_values(answers: Iterable[str]) -> tuple[Syntax, dict[str, Any]] | None:
-    """Each different answer's value, by its text, and the syntax they share; None if one is
-    neither (the tool's answers then depend on what it reads). Error lines are left out."""
-    texts = list(dict.fromkeys(a for a in answers if not is_error_line(a)))
-    parsed = [_parse(text) for text in texts]
-    if all(as_json is not _MISSING for as_json, _ in parsed):
-        return "json", {t: as_json for t, (as_json, _) in zip(texts, parsed, strict=True)}
-    if all(as_python is not _MISSING for _, as_python in parsed):
-        return "python", {t: as_py for t, (_, as_py) in zip(texts, parsed, strict=True)}
+def _contract(read: dict[str, _Read]) -> Inferred | None:
+    """The syntax every answer is written in (JSON first: ``[]`` is both) and the shape
+    their values share; None if one is neither (the tool's answers then depend on what it
+    reads) or they share no shape."""
+    ways: tuple[tuple[Syntax, int], ...] = (("json", 0), ("python", 1))
+    for syntax, way in ways:
+        values = {text: both[way] for text, both in read.items()}
+        if all(value is not _MISSING for value in values.values()):
+            shape = _shared_shape(values)
+            return None if shape is None else Inferred(syntax, shape)
     return None
 
 
@@ -165,14 +167,16 @@ class AnswerShapes:
 
     def __init__(self, recorded: Callable[[str], list[str]] | None = None):
         self.recorded = recorded
-        self._recorded: dict[str, list[str]] = {}
+        self._recorded: dict[str, dict[str, _Read]] = {}
 
     def grammar(self, spec: ToolSpec, turns: list[Turn], max_tokens: int) -> TextGrammar | None:
         if spec.model_output_schema is not None or spec.simulation.answer_grammar is not None:
             return None  # the tool's own contract says more
         if spec.name not in self._recorded:
-            self._recorded[spec.name] = self.recorded(spec.name) if self.recorded else []
-        found = inferred([*self._recorded[spec.name], *answers_of(turns, spec.name)])
+            self._recorded[spec.name] = _read(self.recorded(spec.name) if self.recorded else [])
+        recorded = self._recorded[spec.name]
+        episode = _read(a for a in answers_of(turns, spec.name) if a not in recorded)
+        found = _contract(recorded | episode)
         if found is None:
             return None
         if found.syntax == "python":
