@@ -306,6 +306,7 @@ def test_init_from_bundled_is_the_adapter_serve_picks_and_keeps_its_profile_and_
         BUNDLED,
         TrainJob,
         adopt_adapter_settings,
+        job_records,
         record_adapter_domains,
         resolve_init_from,
     )
@@ -315,8 +316,9 @@ def test_init_from_bundled_is_the_adapter_serve_picks_and_keeps_its_profile_and_
     info = read_adapter_info(mirrors)
     assert info.base_model and info.domains == ("mcp-mirror",)
     job = TrainJob(record_dirs=[REPO_ROOT / "tests/data/records/memory"], out=Path("unused"))
-    assert record_adapter_domains(job) == ["mcp-mirror"]
-    found = resolve_init_from(BUNDLED, info.base_model, record_adapter_domains(job))
+    domains = record_adapter_domains(None, job_records(job))
+    assert domains == ["mcp-mirror"]
+    found = resolve_init_from(BUNDLED, info.base_model, domains)
     assert found.name == mirrors.name
     assert resolve_init_from(BUNDLED, info.base_model, ["terminal"]).name == (
         "qwen2.5-coder-0.5b.gguf"

@@ -156,10 +156,11 @@ def adopt_adapter_settings(
     return job, settings
 
 
-def record_adapter_domains(job: TrainJob) -> list[str]:
-    """The adapter domains of the job's record dirs (before any is rendered)."""
-    by_dir = {d: load_record_dir(d) for d in job.record_dirs}
-    return sorted({d.adapter_domain for d in training_domains(job.simulator, by_dir)})
+def record_adapter_domains(
+    simulators: list[str] | None, by_dir: dict[Path, list[RecordedEpisode]]
+) -> list[str]:
+    """The adapter domains of the loaded record dirs (before any episode is rendered)."""
+    return sorted({d.adapter_domain for d in training_domains(simulators, by_dir)})
 
 
 def training_domains(
@@ -207,13 +208,28 @@ class TrainingSet:
         return trained_domains(self.episodes, self.examples, self.contexts)
 
 
-def build_training_set(job: TrainJob) -> TrainingSet:
-    """Load the job's record dirs and render them (tokenizing needs llama-cpp-python)."""
+def job_base(job: TrainJob) -> Path:
+    """The base GGUF the job trains on (resolved and verified)."""
     from aw_mcp.models.catalogue import DEFAULT_MODEL
     from aw_mcp.models.fetch import resolve_model
 
-    base = resolve_model(job.model or DEFAULT_MODEL)
-    by_dir = {d: load_record_dir(d) for d in job.record_dirs}
+    return resolve_model(job.model or DEFAULT_MODEL)
+
+
+def job_records(job: TrainJob) -> dict[Path, list[RecordedEpisode]]:
+    """The episodes of each of the job's record dirs."""
+    return {d: load_record_dir(d) for d in job.record_dirs}
+
+
+def build_training_set(
+    job: TrainJob,
+    base: Path | None = None,
+    by_dir: dict[Path, list[RecordedEpisode]] | None = None,
+) -> TrainingSet:
+    """Render the job's record dirs (tokenizing needs llama-cpp-python); ``base`` and
+    ``by_dir``: the base and the loaded dirs where the caller has them already."""
+    base = base or job_base(job)
+    by_dir = by_dir if by_dir is not None else job_records(job)
     episodes = [e for found in by_dir.values() for e in found]
     if not episodes:
         raise UserInputError(f"no episodes in {', '.join(map(str, job.record_dirs))}")
@@ -238,20 +254,19 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
     import torch
 
     from aw_mcp.engines.base import default_inference_threads
-    from aw_mcp.models.catalogue import DEFAULT_MODEL
-    from aw_mcp.models.fetch import resolve_model
     from aw_mcp.training.gguf_adapter import AdapterMetadata, base_architecture
     from aw_mcp.training.lora import load_for_training
     from aw_mcp.training.trainer import Trainer
 
     torch.manual_seed(settings.seed)
     torch.set_num_threads(job.threads or default_inference_threads())
+    base, by_dir = job_base(job), job_records(job)
     init_from = None
     if job.init_from and not job.resume:
-        base_name = resolve_model(job.model or DEFAULT_MODEL).name
-        init_from = resolve_init_from(job.init_from, base_name, record_adapter_domains(job))
+        domains = record_adapter_domains(job.simulator, by_dir)
+        init_from = resolve_init_from(job.init_from, base.name, domains)
         job, settings = adopt_adapter_settings(job, settings, init_from)
-    training_set = build_training_set(job)
+    training_set = build_training_set(job, base, by_dir)
     base, examples = training_set.base, training_set.examples
     train, validation = split_validation(examples, job.val_fraction, settings.seed)
     prefix = shared_prefix_length(examples)
