@@ -90,3 +90,28 @@ def test_a_model_freed_while_a_line_is_logged_logs_through_it_without_a_deadlock
         logger.removeHandler(handler)
         logger.setLevel(level)
     assert any("llama_context" in message for message in freed)  # the free was logged too
+
+
+def test_a_write_from_inside_a_write_under_the_lock_is_kept_and_never_waits(monkeypatch):
+    """The garbage collector may also run while the lock is held (splitting the text
+    allocates), free an unclosed model there, and llama.cpp logs that free through the same
+    log in the same thread: before, that write waited for the lock its own thread held (seen
+    as a hung tests/test_local_engines.py, a worker thread in ``NativeLog.write`` under
+    ``Llama.__del__``). Here the nested write happens inside the lock, every time."""
+    log = NativeLog()
+    nested = ["~llama_context: freed\n"]
+    python_level = log._python_level
+
+    def level_and_a_free(line: str) -> int:
+        if nested:  # as a collection that frees a model would, inside the lock
+            log.write(GGML_INFO, nested.pop())
+        return python_level(line)
+
+    monkeypatch.setattr(log, "_python_level", level_and_a_free)
+    logged: list[str] = []
+    monkeypatch.setattr(native_log.log, "log", lambda level, fmt, line: logged.append(line))
+    writer = threading.Thread(target=log.write, args=(GGML_ERROR, "a line\n"), daemon=True)
+    writer.start()
+    writer.join(timeout=10)
+    assert not writer.is_alive(), "a write from inside a write waited for its own lock"
+    assert logged == ["a line", "~llama_context: freed"]

@@ -41,23 +41,39 @@ class NativeLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # llama.cpp may log from its own threads
+        self._local = threading.local()  # per thread: inside write(), and what came meanwhile
         self._pending = ""
         self._level = GGML_DEBUG
         self._warned: set[str] = set()
 
     def write(self, level: int, text: str) -> None:
-        # The lines are logged after the lock is let go: logging allocates, the garbage
-        # collector may run there and free a model nobody closed, and llama.cpp logs that
-        # free through this same object, in this same thread.
+        # Anything that allocates may run the garbage collector, which may free a model
+        # nobody closed, and llama.cpp logs that free through this same object, in this same
+        # thread: inside the lock, that would wait for itself. So a write from inside a write
+        # is kept for the outer one, and the lines are logged after the lock is let go.
+        local = self._local
+        if getattr(local, "writing", False):
+            local.meanwhile.append((level, text))
+            return
+        local.writing, local.meanwhile = True, []
+        try:
+            records = self._records(level, text)
+            while local.meanwhile:
+                records += self._records(*local.meanwhile.pop(0))
+        finally:
+            local.writing = False
+        for python_level, line in records:
+            log.log(python_level, "%s", line)
+
+    def _records(self, level: int, text: str) -> list[tuple[int, str]]:
+        """The whole lines ``text`` completes, with their Python levels."""
         with self._lock:
             if level != GGML_CONT:
                 self._level = level
             self._pending += text
             *lines, self._pending = self._pending.split("\n")
             whole = [line.rstrip() for line in lines if line.strip()]
-            records = [(self._python_level(line), line) for line in whole]
-        for python_level, line in records:
-            log.log(python_level, "%s", line)
+            return [(self._python_level(line), line) for line in whole]
 
     def _python_level(self, line: str) -> int:
         python_level = LEVELS.get(self._level, logging.DEBUG)
