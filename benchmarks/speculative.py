@@ -17,7 +17,15 @@ Rows:
 - free-form calls: answers not in the context (a poem, a computed value, an error);
 - 16 concurrent episodes, each one copy-heavy and one free-form call (the single-sequence
   path: episodes take turns, snapshots between them; ``batch_slots`` 1);
-- a 30-call session: one episode whose history grows, copies and free-form alternating.
+- a 30-call session: one episode whose history grows, copies and free-form alternating;
+- rollouts: episodes of one session one after another (an RL task rolled out again, a test
+  suite run again), timed from the second: calls met before are drafted from the earlier
+  episodes' answers (``AnswerMemory``). Here "on, own context" drafts from the episode's
+  own context only, what "on" did before the memory.
+
+The memory is emptied before every call of the first two rows (so repeats measure the
+context alone); the concurrent row's episodes share calls (episode i and i + 3 make the
+same ones), as rollouts do.
 
 ``--batch-slots N`` (N > 1) runs every row through the batch loop (episodes share decode
 steps; batching.py), off against on only: the batch loop pads no step with guesses, and
@@ -61,7 +69,9 @@ MODES: dict[str, dict[str, Any]] = {
     "off": {"speculative": "off"},
     "on": {"speculative": "on"},
     "on, guesses": {"speculative": "on", "drafting": DraftSettings(from_context=False)},
+    "on, own context": {"speculative": "on", "drafting": DraftSettings(memory_tokens=0)},
 }
+ROLLOUT_ONLY = {"on, own context"}  # a mode only the rollouts row runs
 TRANSFORMERS_MODES: dict[str, dict[str, Any]] = {
     "off": {"speculative": "off"},
     "on": {"speculative": "on"},
@@ -154,6 +164,7 @@ async def row_calls(engines, calls: dict[str, list[str]], repeats: int, max_toke
         for name, turns in calls.items():
             for mode, engine in engines.items():
                 engine.forget_all()
+                engine.answers.clear()
                 await _call(engine, turns, f"{name}-{r}", 1, Tally())
                 await _call(engine, turns, f"{name}-{r}", max_tokens, tallies[mode])
     return tallies
@@ -183,20 +194,39 @@ async def row_concurrent(engines, episodes: int, max_tokens: int):
 async def row_session(engines, calls: int, max_tokens: int):
     """One episode of ``calls`` calls, its history growing: copies and free-form in turn."""
     tallies = {mode: Tally() for mode in engines}
-    script = [
-        ["$ cat -n app.py"],
-        ["$ ls -la"],
-        ["$ echo write four lines about the sea"],
-        ["$ head -n 12 app.py"],
-        ["$ python3 -c 'print(sum(i * i for i in range(40)))'"],
-    ]
     for mode, engine in engines.items():
         engine.forget_all()
         history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
         for i in range(calls):
-            turns = [*history, *script[i % len(script)]]
+            turns = [*history, *SESSION_SCRIPT[i % len(SESSION_SCRIPT)]]
             answer = await _call(engine, turns, "session", max_tokens, tallies[mode])
             history = [*turns, answer.text]
+    return tallies
+
+
+SESSION_SCRIPT = [
+    ["$ cat -n app.py"],
+    ["$ ls -la"],
+    ["$ echo write four lines about the sea"],
+    ["$ head -n 12 app.py"],
+    ["$ python3 -c 'print(sum(i * i for i in range(40)))'"],
+]
+
+
+async def row_rollouts(engines, rollouts: int, calls: int, max_tokens: int):
+    """``rollouts`` episodes of one ``calls``-call session in turn; the calls of every
+    episode after the first are timed."""
+    tallies = {mode: Tally() for mode in engines}
+    for mode, engine in engines.items():
+        engine.forget_all()
+        engine.answers.clear()
+        for rollout in range(rollouts):
+            tally = tallies[mode] if rollout else Tally()
+            history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
+            for i in range(calls):
+                turns = [*history, *SESSION_SCRIPT[i % len(SESSION_SCRIPT)]]
+                answer = await _call(engine, turns, f"rollout-{rollout}", max_tokens, tally)
+                history = [*turns, answer.text]
     return tallies
 
 
@@ -218,7 +248,7 @@ def report(title: str, tallies: dict[str, Tally], drafts: tuple[int, ...], targe
     )
     for mode, tally in tallies.items():
         print(
-            f"  {mode:12} {tally.per_call:7.2f} s/call  {tally.tok_s:7.1f} tok/s  "
+            f"  {mode:15} {tally.per_call:7.2f} s/call  {tally.tok_s:7.1f} tok/s  "
             f"{tally.tokens:6d} tokens in {len(tally.seconds)} calls"
         )
 
@@ -232,9 +262,11 @@ async def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--session", type=int, default=30)
+    parser.add_argument("--rollouts", type=int, default=3, help="episodes in the rollouts row")
+    parser.add_argument("--rollout-calls", type=int, default=5, help="calls per rollout")
     parser.add_argument("--calls", type=int, help="smoke run: this many of each kind of call")
     parser.add_argument("--engine", choices=["llama-cpp", "transformers"], default="llama-cpp")
-    parser.add_argument("--rows", help="comma-separated row numbers to run (1-4; default all)")
+    parser.add_argument("--rows", help="comma-separated row numbers to run (1-5; default all)")
     parser.add_argument(
         "--batch-slots", type=int, default=1, help="above 1: every row through the batch loop"
     )
@@ -270,6 +302,10 @@ async def main() -> None:
             for mode, options in MODES.items()
             if not (batched and mode == "on, guesses")
         }
+    picked = {int(n) for n in args.rows.split(",")} if args.rows else set(range(1, 6))
+    if 5 not in picked:
+        engines = {mode: e for mode, e in engines.items() if mode not in ROLLOUT_ONLY}
+    common = {mode: e for mode, e in engines.items() if mode not in ROLLOUT_ONLY}
     for engine in engines.values():
         engine.load_now()
     print(
@@ -280,26 +316,30 @@ async def main() -> None:
     rows = [
         (
             "copy-heavy calls",
-            lambda: row_calls(engines, copy_heavy, args.repeats, args.max_tokens),
+            lambda: row_calls(common, copy_heavy, args.repeats, args.max_tokens),
             ">= 1.5x",
         ),
         (
             "free-form calls",
-            lambda: row_calls(engines, free_form, args.repeats, args.max_tokens),
+            lambda: row_calls(common, free_form, args.repeats, args.max_tokens),
             ">= 0.95x",
         ),
         (
             f"{args.episodes} concurrent episodes",
-            lambda: row_concurrent(engines, args.episodes, args.max_tokens),
+            lambda: row_concurrent(common, args.episodes, args.max_tokens),
             "-",
         ),
         (
             f"a {args.session}-call session",
-            lambda: row_session(engines, args.session, args.max_tokens),
+            lambda: row_session(common, args.session, args.max_tokens),
+            "-",
+        ),
+        (
+            f"{args.rollouts} rollouts of a {args.rollout_calls}-call session, from the second",
+            lambda: row_rollouts(engines, args.rollouts, args.rollout_calls, args.max_tokens),
             "-",
         ),
     ]
-    picked = {int(n) for n in args.rows.split(",")} if args.rows else set(range(1, 5))
     for number, (title, run, target) in enumerate(rows, start=1):
         if number not in picked:
             continue

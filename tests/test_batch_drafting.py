@@ -18,7 +18,7 @@ from aw_mcp.engines.base import ChatMessage, GenerationControl, GenerationReques
 from aw_mcp.engines.batching import BatchEntry, BatchLoop, Job, run_job
 from aw_mcp.engines.counters import EngineCounters, GenerationStats
 from aw_mcp.engines.decoding import Decoding, DecodingSettings
-from aw_mcp.engines.drafting import DraftSettings
+from aw_mcp.engines.drafting import AnswerMemory, DraftSettings
 from aw_mcp.engines.snapshots import Snapshot, SnapshotStore
 
 pytestmark = pytest.mark.anyio
@@ -103,7 +103,9 @@ class Letters:
         return []
 
 
-def make_loop(drafting: DraftSettings | None, slots: int = 4) -> tuple[BatchLoop, CopyingBackend]:
+def make_loop(
+    drafting: DraftSettings | None, slots: int = 4, answers: AnswerMemory | None = None
+) -> tuple[BatchLoop, CopyingBackend]:
     backend = CopyingBackend(slots)
     counters = EngineCounters()
     loop = BatchLoop(
@@ -118,6 +120,7 @@ def make_loop(drafting: DraftSettings | None, slots: int = 4) -> tuple[BatchLoop
         context_window=4096,
         name="fake",
         drafting=drafting,
+        answers=answers,
     )
     return loop, backend
 
@@ -255,6 +258,27 @@ async def test_no_rejected_draft_stays_in_the_kv_after_an_answer():
         assert len(slot.tokens) >= len(chosen) - 1
     finally:
         loop.close()
+
+
+async def test_a_second_episode_drafts_the_first_ones_answer_to_the_same_call():
+    """Episode "b" is given the call episode "a" answered (a rollout run again): with the
+    answer memory its answer is drafted from "a"'s nearly whole, the same tokens."""
+    tokens = prompt(11)
+    expected = one_token_a_step(tokens, 60)
+    accepted: dict[bool, int] = {}
+    for remembering in (False, True):
+        memory = AnswerMemory(DraftSettings()) if remembering else None
+        loop, _ = make_loop(DraftSettings(), answers=memory)
+        try:
+            assert await generate(loop, "a", tokens) == expected
+            before = loop_counters(loop).extra.get("draft_accepted", 0)
+            assert await generate(loop, "b", tokens) == expected
+            accepted[remembering] = loop_counters(loop).extra["draft_accepted"] - before
+        finally:
+            loop.close()
+        assert memory is None or len(memory) == 1  # the same call and answer, kept once
+    assert len(expected) > 20
+    assert accepted[True] >= 0.85 * len(expected) > accepted[False], accepted
 
 
 async def test_sampled_answers_are_not_drafted():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aw_mcp.engines.drafting import ContextDrafter, DraftSettings
+from aw_mcp.engines.drafting import AnswerMemory, ContextDrafter, DraftSettings
 
 
 def test_the_draft_is_what_followed_the_tail_before():
@@ -17,7 +17,8 @@ def test_the_draft_is_what_followed_the_tail_before():
 def test_the_longest_tail_wins_over_a_more_recent_shorter_one():
     # "7 3" occurs last just before 8; "1 2 3" (longer) occurred earlier, before 4.
     drafter = ContextDrafter([1, 2, 3, 4, 4, 7, 3, 8, 8, 1, 2, 3])
-    assert drafter.match() == (3, 3)
+    found = drafter.match()
+    assert found is not None and found[1:] == (3, 3)
     assert drafter.draft(limit=1) == [4]
 
 
@@ -84,3 +85,73 @@ def test_settings_are_checked():
         DraftSettings(min_match=0)
     with pytest.raises(ValueError):
         DraftSettings(start_length=20, max_length=16)
+
+
+# -- drafts from other episodes' answers (AnswerMemory) ------------------------------------
+
+
+def _memory(*answers: tuple[list[int], list[int]], **settings: int) -> AnswerMemory:
+    memory = AnswerMemory(DraftSettings(**settings))
+    for prompt, answer in answers:
+        memory.remember(prompt, answer)
+    return memory
+
+
+def test_an_answer_to_the_same_call_in_another_episode_is_drafted():
+    # Another episode's call ended "... 40 41" and was answered 50 51 52 53 54.
+    memory = _memory(([1, 2, 3, 40, 41], [50, 51, 52, 53, 54]), memory_lead=3)
+    assert memory.tokens().tolist() == [3, 40, 41, 50, 51, 52, 53, 54, -1]
+    drafter = ContextDrafter([7, 8, 40, 41, 50], answers=memory.tokens())
+    assert drafter.draft() == [51, 52, 53, 54]
+    # Without the memory the context has nothing to draft from.
+    assert ContextDrafter([7, 8, 40, 41, 50]).draft() == []
+
+
+def test_a_draft_from_the_memory_stops_at_the_end_of_its_answer():
+    memory = _memory(([40, 41], [50, 51]), ([60], [70, 71, 72]), memory_lead=2)
+    drafter = ContextDrafter([9, 41, 50], DraftSettings(start_length=8), memory.tokens())
+    assert drafter.draft() == [51]  # not the next answer's lead or tokens
+
+
+def test_the_own_context_wins_a_tie_and_the_memory_a_longer_match():
+    memory = _memory(([1, 2, 3], [4, 5, 6]), memory_lead=3)
+    # The context has "2 3" followed by 9; the memory "1 2 3" followed by 4.
+    tie = ContextDrafter([2, 3, 9, 0, 2, 3], answers=memory.tokens())
+    assert tie.draft(limit=1) == [9]
+    longer = ContextDrafter([2, 3, 9, 1, 2, 3], answers=memory.tokens())
+    assert longer.draft(limit=1) == [4]
+
+
+def test_a_guess_falls_back_to_the_memory():
+    memory = _memory(([5], [6, 7]), memory_lead=1)
+    drafter = ContextDrafter([1, 2, 6], answers=memory.tokens())
+    assert drafter.guess() == 7
+    assert ContextDrafter([1, 2, 6]).guess() == 6  # the last token itself
+    assert ContextDrafter([6, 3, 6], answers=memory.tokens()).guess() == 3  # context first
+
+
+def test_the_memory_keeps_the_newest_answers_within_its_budget():
+    memory = _memory(memory_tokens=12, memory_lead=1)
+    memory.remember([1], [10, 11])  # 3 tokens and a boundary
+    memory.remember([2], [20, 21])
+    memory.remember([1], [10, 11])  # given again: moved to the end, not kept twice
+    assert memory.tokens().tolist() == [2, 20, 21, -1, 1, 10, 11, -1]
+    memory.remember([3], [30, 31, 32])  # 5 more: over 12, the oldest goes
+    assert memory.tokens().tolist() == [1, 10, 11, -1, 3, 30, 31, 32, -1]
+    memory.remember([4], list(range(40, 52)))  # longer than the budget: not kept
+    assert len(memory) == 2
+    memory.remember([5], [])  # an empty answer: nothing to draft
+    assert len(memory) == 2
+    tokens = memory.tokens()
+    memory.clear()
+    assert len(memory) == 0 and memory.tokens().size == 0
+    assert tokens.tolist() == [1, 10, 11, -1, 3, 30, 31, 32, -1]  # a drafter's copy stays
+
+
+def test_no_memory_is_kept_with_a_zero_budget_or_drafted_without_context_drafts():
+    assert len(_memory(([1], [2, 3]), memory_tokens=0)) == 0
+    memory = _memory(([1, 2], [3, 4]))
+    guesses_only = ContextDrafter([9, 1, 2], DraftSettings(from_context=False), memory.tokens())
+    assert guesses_only.draft() == [] and guesses_only.guess() == 2
+    with pytest.raises(ValueError):
+        DraftSettings(memory_tokens=-1)

@@ -3,7 +3,8 @@
 from the context against none, only the guesses that fill each step to the two positions
 llama.cpp needs), on the real small model and on the default model with its adapter;
 every step within the span of positions that computes alike (``_draft_span``); drafts
-taken where the answer copies its context; the KV cache left as the reference leaves it."""
+taken where the answer copies its context, or another episode's answer to the same call;
+the KV cache left as the reference leaves it."""
 
 from __future__ import annotations
 
@@ -211,6 +212,26 @@ async def test_episodes_switching_keep_identical_answers(engines):
         answers[mode] = texts
         assert engine.counters.snapshot_restores > 0
     assert answers["on"] == answers["reference"]
+
+
+@pytest.mark.anyio
+async def test_another_episodes_answer_to_the_same_call_is_drafted(engines):
+    """A free-form answer has nothing to copy from its own context; the same call in a
+    second episode (a rollout run again) drafts it from the first episode's answer
+    (``AnswerMemory``), and answers the same, byte for byte, as the reference."""
+    request, _ = CASES["free-form"]
+    on_engine = engines["on"]
+    on_engine.answers.clear()
+    on_engine.forget_all()
+    first = await on_engine.generate(request.model_copy(update={"cache_key": "rollout-1"}))
+    before = _drafts(on_engine)
+    second = await on_engine.generate(request.model_copy(update={"cache_key": "rollout-2"}))
+    drafted, accepted = (n - m for n, m in zip(_drafts(on_engine), before, strict=True))
+    reference = await engines["reference"].generate(request)
+    assert first.text == second.text == reference.text
+    assert second.stats.completion_tokens > 10
+    assert accepted >= 0.8 * second.stats.completion_tokens, (drafted, accepted, second.text)
+    assert _kv_positions(on_engine) == on_engine._llm.n_tokens
 
 
 @pytest.mark.anyio

@@ -50,7 +50,7 @@ import numpy as np
 
 from aw_mcp.engines.base import GenerationResult
 from aw_mcp.engines.counters import GenerationStats
-from aw_mcp.engines.drafting import ContextDrafter, DraftSettings
+from aw_mcp.engines.drafting import AnswerMemory, ContextDrafter, DraftSettings
 from aw_mcp.engines.sequences import common_prefix
 from aw_mcp.engines.snapshots import Snapshot, SnapshotStore
 from aw_mcp.errors import EngineError
@@ -150,6 +150,7 @@ class BatchLoop:
         context_window: int,
         name: str,
         drafting: DraftSettings | None = None,
+        answers: AnswerMemory | None = None,
     ):
         self._backend = backend
         self._slots = [_Slot(i) for i in range(slots)]
@@ -161,6 +162,7 @@ class BatchLoop:
         self._step_budget = max(slots + 1, max_tokens_per_step)
         self._context_window = context_window
         self._drafting = drafting  # None: one token per decoding job a step
+        self._answers = answers  # other episodes' answers to draft from, and to add to
         self._cond = threading.Condition()
         self._lanes: OrderedDict[str, deque[Job]] = OrderedDict()  # waiting, by episode
         self._parked: deque[Job] = deque()  # preempted for room; they go first
@@ -294,7 +296,8 @@ class BatchLoop:
         if self._drafting is None or budget <= 0 or not job.decoding.greedy:
             return []
         if job.drafter is None:  # its first decoding step: the prompt and the chosen token
-            job.drafter = ContextDrafter([*job.tokens, *job.decoding.out], self._drafting)
+            answers = self._answers.tokens() if self._answers is not None else None
+            job.drafter = ContextDrafter([*job.tokens, *job.decoding.out], self._drafting, answers)
         room = min(job.decoding.draft_room(n_live, self._context_window), budget)
         return job.decoding.usable_draft(job.drafter.draft(room)) if room > 0 else []
 
@@ -524,6 +527,8 @@ class BatchLoop:
         if slot.key is None:  # forgotten while it ran: keep nothing
             self._clear(slot)
         text, finish, n_out = job.decoding.result()
+        if self._drafting is not None and self._answers is not None:
+            self._answers.remember(job.tokens, job.decoding.out)
         if job.drafter is not None:
             self._counters.add_extra(
                 draft_rounds=job.drafter.drafts,

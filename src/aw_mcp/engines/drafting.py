@@ -23,10 +23,19 @@ chosen anyway. A draft never changes the output, only how many model calls it ta
   per step (llama.cpp: see ``LlamaCppEngine._draft_span``) and no draft was found: what
   followed the last token where it occurred before, else the last token again. Guesses do
   not size the drafts.
+
+``AnswerMemory`` adds a second place to look: the engine's recent answers to other
+episodes, each kept with the end of the prompt it answered (the call). RL rollouts and
+agent test suites run the same session many times, and a command met in the same state is
+answered the same way: the second episode's ``cat`` drafts from the first one's answer. A
+drafter takes the longer of the two matches (its own context on a tie), so the memory only
+adds drafts; what is chosen is still the model's every time.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,22 +55,37 @@ class DraftSettings:
     # tests and benchmarks/speculative.py show that drafts change no answer, and what
     # checking drafts costs by itself).
     from_context: bool = True
+    # Recent answers to other episodes drafted from too (``AnswerMemory``): how many tokens
+    # of them are kept (0: none), and how many prompt tokens before each answer are kept
+    # with it (the call it answered, so that a match can begin there).
+    memory_tokens: int = 1 << 16
+    memory_lead: int = 24
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_match <= self.max_min_match <= self.max_match:
             raise ValueError("need 1 <= min_match <= max_min_match <= max_match")
         if not 1 <= self.start_length <= self.max_length:
             raise ValueError("need 1 <= start_length <= max_length")
+        if self.memory_tokens < 0 or self.memory_lead < 0:
+            raise ValueError("need memory_tokens >= 0 and memory_lead >= 0")
 
 
 class ContextDrafter:
     """Prompt-lookup drafts over one sequence's tokens (its prompt, then its output)."""
 
-    def __init__(self, context: Sequence[int], settings: DraftSettings | None = None):
+    def __init__(
+        self,
+        context: Sequence[int],
+        settings: DraftSettings | None = None,
+        answers: np.ndarray | None = None,
+    ):
+        """``answers``: ``AnswerMemory.tokens()`` when drafting from other episodes' answers."""
         self.settings = settings or DraftSettings()
         self._tokens = np.zeros(max(256, 2 * len(context)), dtype=np.int64)
         self._n = 0
         self.extend(context)
+        empty = answers is None or not answers.size or not self.settings.from_context
+        self._answers = None if empty else answers
         self.length = self.settings.start_length  # tokens in the next draft
         self.min_match = self.settings.min_match  # tail tokens a match needs now
         # What drafting did, for counters and benchmarks.
@@ -89,28 +113,26 @@ class ContextDrafter:
         self._tokens[self._n : n] = tokens
         self._n = n
 
-    def match(self) -> tuple[int, int] | None:
-        """Where the sequence's tail occurred before: (the position after that occurrence,
-        the tail's length), the longest tail of at least ``min_match`` tokens, most recent of
-        equals; None if there is none."""
+    def match(self) -> tuple[np.ndarray, int, int] | None:
+        """Where the sequence's tail occurred before: (the tokens it occurred in, the
+        position after that occurrence, the tail's length), the longest tail of at least
+        ``min_match`` tokens, most recent of equals, in the sequence itself or, longer
+        there, in the answer memory; None if there is none."""
         n, seq = self._n, self._tokens
         if n < self.min_match + 1:
             return None
-        # Ends of earlier occurrences of the last token (never the tail itself).
-        ends = np.flatnonzero(seq[: n - 1] == seq[n - 1])
-        length = 1
-        limit = min(self.settings.max_match, n - 1)
-        while length < limit and ends.size:
-            starts = ends - length
-            keep = starts >= 0
-            keep[keep] = seq[starts[keep]] == seq[n - 1 - length]
-            if not keep.any():
-                break
-            ends = ends[keep]
-            length += 1
-        if length < self.min_match or not ends.size:
+        tail = seq[max(0, n - 1 - self.settings.max_match) + 1 : n]
+        # Never the tail itself: its last token's earlier occurrences only.
+        own = _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+        best = None if own is None else (seq, *own)
+        if self._answers is not None:
+            ends = _followed_occurrences(self._answers, int(seq[n - 1]))
+            other = _latest_longest(self._answers, tail, ends)
+            if other is not None and (best is None or other[1] > best[2]):
+                best = (self._answers, *other)
+        if best is None or best[2] < self.min_match:
             return None
-        return int(ends[-1]) + 1, length
+        return best
 
     def draft(self, limit: int | None = None) -> list[int]:
         """The tokens that followed the tail's earlier occurrence: at most ``length`` (and
@@ -121,19 +143,24 @@ class ContextDrafter:
         found = self.match()
         if found is None:
             return []
-        start, _ = found
-        return [int(t) for t in self._tokens[start : min(start + size, self._n)]]
+        tokens, start, _ = found
+        end = start + size if tokens is not self._tokens else min(start + size, self._n)
+        return _until_boundary(tokens[start:end])
 
     def guess(self) -> int:
         """One likely next token, for a step that must check a draft when ``draft`` found
-        none: what followed the last token's most recent earlier occurrence, else the last
-        token itself."""
+        none: what followed the last token's most recent earlier occurrence (in the
+        sequence, else in the answer memory), else the last token itself."""
         n, seq = self._n, self._tokens
         last = int(seq[n - 1])
         if self.settings.from_context:
             ends = np.flatnonzero(seq[: n - 1] == last)
             if ends.size:
                 return int(seq[ends[-1] + 1])
+            if self._answers is not None:
+                ends = _followed_occurrences(self._answers, last)
+                if ends.size:
+                    return int(self._answers[ends[-1] + 1])
         return last
 
     def feedback(self, drafted: int, accepted: int) -> None:
@@ -152,3 +179,93 @@ class ContextDrafter:
             self.length = max(1, min(self.length, accepted + 1))
             if accepted == 0:
                 self.min_match = min(settings.max_min_match, self.min_match + 1)
+
+
+# Between two answers in ``AnswerMemory.tokens()`` (no token id is negative).
+BOUNDARY = -1
+
+
+def _followed_occurrences(tokens: np.ndarray, token: int) -> np.ndarray:
+    """Positions of ``token`` in ``tokens`` that a token of the same answer follows."""
+    ends = np.flatnonzero(tokens[:-1] == token)
+    return ends[tokens[ends + 1] != BOUNDARY]
+
+
+def _latest_longest(
+    tokens: np.ndarray, tail: np.ndarray, ends: np.ndarray
+) -> tuple[int, int] | None:
+    """Of ``ends`` (positions in ``tokens`` holding the tail's last token), the ones where
+    the longest suffix of ``tail`` ends; (the position after the latest of them, the
+    suffix's length), or None where there are none."""
+    if not ends.size:
+        return None
+    length = 1
+    while length < len(tail):
+        starts = ends - length
+        keep = starts >= 0
+        keep[keep] = tokens[starts[keep]] == tail[-1 - length]
+        if not keep.any():
+            break
+        ends = ends[keep]
+        length += 1
+    return int(ends[-1]) + 1, length
+
+
+def _until_boundary(tokens: np.ndarray) -> list[int]:
+    """The tokens up to the end of their answer (``BOUNDARY``), as ints."""
+    stops = np.flatnonzero(tokens == BOUNDARY)
+    return [int(t) for t in (tokens[: stops[0]] if stops.size else tokens)]
+
+
+class AnswerMemory:
+    """An engine's recent answers, each after the last ``memory_lead`` tokens of its prompt,
+    newest last, at most ``memory_tokens`` tokens in all (the oldest go first; an answer
+    given again moves to the end instead of being kept twice). Generations add to it from
+    the model's worker threads; ``tokens()`` is what a new ``ContextDrafter`` reads (an
+    array that later answers do not change)."""
+
+    def __init__(self, settings: DraftSettings):
+        self._budget = settings.memory_tokens
+        self._lead = settings.memory_lead
+        self._answers: OrderedDict[tuple[int, ...], None] = OrderedDict()
+        self._size = 0  # tokens in ``tokens()``: every answer and one boundary after each
+        self._flat: np.ndarray | None = np.zeros(0, dtype=np.int64)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def remember(self, prompt: Sequence[int], answer: Sequence[int]) -> None:
+        if not answer or self._budget <= 0:
+            return
+        entry = (*prompt[len(prompt) - min(self._lead, len(prompt)) :], *answer)
+        if len(entry) + 1 > self._budget:  # it would push out every other answer
+            return
+        with self._lock:
+            if entry in self._answers:
+                self._answers.move_to_end(entry)
+            else:
+                self._answers[entry] = None
+                self._size += len(entry) + 1
+                while self._size > self._budget:
+                    oldest, _ = self._answers.popitem(last=False)
+                    self._size -= len(oldest) + 1
+            self._flat = None
+
+    def tokens(self) -> np.ndarray:
+        """Every kept answer with its lead, oldest first, ``BOUNDARY`` after each."""
+        with self._lock:
+            if self._flat is None:
+                flat = np.full(self._size, BOUNDARY, dtype=np.int64)
+                at = 0
+                for entry in self._answers:
+                    flat[at : at + len(entry)] = entry
+                    at += len(entry) + 1
+                self._flat = flat
+            return self._flat
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+            self._size = 0
+            self._flat = None

@@ -50,7 +50,7 @@ from aw_mcp.engines.constraints import (
 from aw_mcp.engines.constraints import closing_tokens as tokens_made_of
 from aw_mcp.engines.counters import EngineCounters, GenerationStats
 from aw_mcp.engines.decoding import Decoding, DecodingSettings
-from aw_mcp.engines.drafting import ContextDrafter, DraftSettings
+from aw_mcp.engines.drafting import AnswerMemory, ContextDrafter, DraftSettings
 from aw_mcp.engines.loading import BackgroundLoad
 from aw_mcp.engines.scheduler import FairScheduler, run_in_turn
 from aw_mcp.engines.sequences import PromptTokenCache, common_prefix
@@ -110,6 +110,8 @@ class LocalEngine(ABC):
         self._texts: list[str] | None = None  # the vocabulary's raw texts (_vocabulary)
         self._loaded = False
         self._batch: BatchLoop | None = None  # batched decoding, once the model is loaded
+        # Recent answers to every episode, drafted from beside each one's own context.
+        self.answers = AnswerMemory(options.drafting)
 
     # -- the Engine protocol ---------------------------------------------------------------
 
@@ -224,6 +226,7 @@ class LocalEngine(ABC):
                     context_window=self.context_window,
                     name=self.name,
                     drafting=(self.options.drafting if self.options.speculative == "on" else None),
+                    answers=self.answers,
                 )
         return self._batch
 
@@ -350,7 +353,7 @@ class LocalEngine(ABC):
         the draft, their positions are already evaluated; at the first difference (or when
         generation ends) the rest of the draft leaves the live state and its KV cells
         (``_discard``), so the live state is always the prompt and the chosen tokens."""
-        drafter = ContextDrafter(tokens, self.options.drafting)
+        drafter = ContextDrafter(tokens, self.options.drafting, self.answers.tokens())
         fewest, most = self._draft_span()
         n_live = len(tokens)  # positions in the live state that hold prompt or chosen tokens
         rows = self._logits()[np.newaxis]  # the prompt's last row: nothing drafted yet
@@ -382,6 +385,7 @@ class LocalEngine(ABC):
                     guesses += short
                 rows = self._evaluate_all([token, *draft])
                 n_live += 1
+            self.answers.remember(tokens, decoding.out)
         finally:
             if draft:  # an error between evaluating a draft and choosing through it
                 self._discard(n_live)
