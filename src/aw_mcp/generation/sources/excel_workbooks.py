@@ -278,8 +278,6 @@ SOURCE = mcp_user_world(
             f"Average units as formulas over Q3); {HOME}/{CSV}: 4 orders (order_id, customer, "
             "item, qty, price)",
         },
-        "notes": [
-            f"Every episode starts from these two files; workbooks it creates stay in {HOME}."
-        ],
+        "notes": ["Every episode starts from these two files."],
     },
 )

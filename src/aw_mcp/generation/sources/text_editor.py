@@ -53,6 +53,10 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _lines(rel: str) -> int:
+    return FILES[rel].count("\n")
+
+
 def _path(rel: str) -> str:
     return f"{HOME}/{rel}"
 
@@ -278,12 +282,12 @@ SOURCE = mcp_user_world(
     ],
     world={
         "facts": {
-            "server": f"{PACKAGE} {VERSION} with mcp {MCP_VERSION} (server name "
-            "mcp-text-editor); hashes are SHA-256 of the text read",
-            "files": f"{HOME}/{TODO} (5 lines), {HOME}/{CONFIG} (8 lines: [server] host, "
-            f"port 8080, debug false; [database] path, pool 4), {HOME}/{PROGRAM} (19 lines: "
-            "greet(name) and main() reading users.txt)",
+            "server": f"{PACKAGE} {VERSION} with mcp {MCP_VERSION} (server name mcp-text-editor)",
+            "files": f"{HOME}/{TODO} ({_lines(TODO)} lines), {HOME}/{CONFIG} ({_lines(CONFIG)} "
+            "lines: [server] host, port 8080, debug false; [database] path, pool 4), "
+            f"{HOME}/{PROGRAM} ({_lines(PROGRAM)} lines: greet(name) and main() reading "
+            "users.txt)",
         },
-        "notes": ["Every episode starts from these three files; files it creates stay."],
+        "notes": ["Every episode starts from these three files."],
     },
 )
