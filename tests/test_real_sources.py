@@ -398,6 +398,71 @@ def test_the_held_out_duckdb_folder_loads_with_its_tools_and_real_answers():
     assert yaml.safe_load((folder / "source.yaml").read_text())["held_out_entirely"] is True
 
 
+# The training sources added for mirrored servers: (source, a training template recorded in
+# the test, what each of its answers looks like, tools its committed capture must list).
+TRAINING_SERVERS = {
+    "calculator": ("arithmetic", r"-?(\d[\d.e+-]*|inf)", {"calculate"}),
+    "excel": ("explore", r'\{".*\}', {"read_range", "write_range", "describe_workbook"}),
+    "text-editor": (
+        "read",
+        r'\{\n  "/home/mcp/.*"file_hash": "[0-9a-f]{64}"\n  \}\n\}',
+        {"get_text_file_contents", "edit_text_file_contents"},
+    ),
+}
+
+
+@pytest.mark.external
+@pytest.mark.parametrize("name", list(TRAINING_SERVERS))
+def test_a_training_server_episode_is_recorded_on_its_seeded_home_and_replays(
+    tmp_path: Path, name: str
+):
+    """calculator, excel and text-editor: one real episode of a training template in the
+    sandbox, every answer the server's own (a number, a workbook's JSON, ranges with their
+    hashes; no sandbox error), given back as recorded by ``serve --replay``."""
+    if reason := _cannot_record(name):
+        pytest.skip(reason)
+    template, answer, _ = TRAINING_SERVERS[name]
+    out = tmp_path / name
+    generate_mcp_world(prepare_world(name).drawing_only("train", [template]), out, 1, 1)
+    [episode] = load_record_dir(out)
+    assert episode.domain == name and len(episode.records) >= 3
+    assert {r.source for r in episode.records} == {"real"}
+    for record in episode.records:
+        assert not record.is_error and re.fullmatch(answer, record.observation, re.S), record
+    info = yaml.safe_load((out / "source.yaml").read_text())
+    assert info["split"] == "train" and not info["held_out_entirely"]
+    assert info["versions"] == source(name).versions
+    capture = out / "tools" / f"{name}.json"
+    anyio.run(_replay, out, ServeSettings(tools_from=[capture], replay=out))
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", list(TRAINING_SERVERS))
+def test_the_committed_training_servers_have_both_splits_with_their_tools_and_real_answers(
+    name: str,
+):
+    """Each folder holds the episodes its source.yaml counts, the real tools/list, world facts
+    and mostly answers rather than errors; the held-out folder draws only held-out
+    templates (its source has both splits)."""
+    assert set(source(name).scripts) == {"train", "heldout"}
+    *_, tools_called = TRAINING_SERVERS[name]
+    for split in ("train", "heldout"):
+        folder = REPO_ROOT / "data" / "mcp" / name / split
+        info = yaml.safe_load((folder / "source.yaml").read_text())
+        assert info["split"] == split and info["source"] == name
+        episodes = load_record_dir(folder)
+        assert len(episodes) == info["episodes"] and {e.domain for e in episodes} == {name}
+        listed = {
+            t["name"] for t in json.loads((folder / "tools" / f"{name}.json").read_text())["tools"]
+        }
+        assert tools_called <= listed
+        records = [r for e in episodes for r in e.records]
+        assert all(r.source == "real" for r in records)
+        assert sum(r.is_error for r in records) < len(records) / 3, "mostly errors"
+        assert not any("did not start" in r.observation for r in records)
+        assert yaml.safe_load((folder / "world.yaml").read_text())["facts"]["server"]
+
+
 @pytest.mark.external
 @pytest.mark.skipif(bool(_cannot_record("web")), reason=_cannot_record("web"))
 def test_a_playwright_episode_on_loopback_is_recorded_and_replays(tmp_path: Path):

@@ -119,12 +119,16 @@ def test_a_hint_must_name_the_one_required_property():
         "mcp/sequential-thinking/train",
         "os",
         "mcp/duckdb/heldout",
+        "mcp/calculator/train",
+        "mcp/excel/train",
     ],
 )
 def test_every_committed_structured_record_round_trips_through_its_capture(folder):
     """The committed captures carry the hints their records imply: for every recorded
     structured answer, the text the served tool would send is the recorded text, and the
-    structured answer it would build from that text is the recorded one."""
+    structured answer it would build from that text is the recorded one. A tool without an
+    outputSchema is served text alone (excel-mcp-server sends structuredContent from such
+    tools too): nothing to round-trip."""
     folder = REPO / "data" / folder
     (capture,) = (folder / CAPTURES_FOLDER).glob("*.json")
     domain = mirror_domain(capture)
@@ -134,6 +138,8 @@ def test_every_committed_structured_record_round_trips_through_its_capture(folde
             if record.structured is None or record.is_error:
                 continue
             tool = domain.tool(record.tool)
+            if tool.output_schema is None:
+                continue
             assert tool.answer_text(record.structured) == record.observation
             assert tool.structured_answer(record.observation) == record.structured
             checked += 1

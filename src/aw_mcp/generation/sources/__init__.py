@@ -28,6 +28,9 @@ SOURCE_NAMES: dict[str, str] = {
     "fetch": "fetch",
     "sqlite": "sqlite",
     "duckdb": "duckdb_shop",
+    "calculator": "calculator",
+    "excel": "excel_workbooks",
+    "text-editor": "text_editor",
     "web": "web",
 }
 
