@@ -21,7 +21,9 @@ Rows:
 - rollouts: episodes of one session one after another (an RL task rolled out again, a test
   suite run again), timed from the second: calls met before are drafted from the earlier
   episodes' answers (``AnswerMemory``). Here "on, own context" drafts from the episode's
-  own context only, what "on" did before the memory.
+  own context only, what "on" did before the memory;
+- free-form calls answered before in another episode (the memory's case: nothing to copy
+  in the episode's own context).
 
 The memory is emptied before every call of the first two rows (so repeats measure the
 context alone); the concurrent row's episodes share calls (episode i and i + 3 make the
@@ -71,7 +73,7 @@ MODES: dict[str, dict[str, Any]] = {
     "on, guesses": {"speculative": "on", "drafting": DraftSettings(from_context=False)},
     "on, own context": {"speculative": "on", "drafting": DraftSettings(memory_tokens=0)},
 }
-ROLLOUT_ONLY = {"on, own context"}  # a mode only the rollouts row runs
+ROLLOUT_ONLY = {"on, own context"}  # a mode only rows 5 and 6 run
 TRANSFORMERS_MODES: dict[str, dict[str, Any]] = {
     "off": {"speculative": "off"},
     "on": {"speculative": "on"},
@@ -155,16 +157,21 @@ async def _call(engine: LlamaCppEngine, turns: list[str], key: str, max_tokens: 
     return result
 
 
-async def row_calls(engines, calls: dict[str, list[str]], repeats: int, max_tokens: int):
+async def row_calls(
+    engines, calls: dict[str, list[str]], repeats: int, max_tokens: int, again: bool = False
+):
     """Each call ``repeats`` times per mode, modes interleaved; its prompt evaluated first
     (a one-token call, not counted), so what is timed is the answer, as in an episode whose
-    history is already in the KV cache."""
+    history is already in the KV cache. ``again``: answered first in another episode (not
+    timed), as in a rollout run again; otherwise with the answer memory empty."""
     tallies = {mode: Tally() for mode in engines}
     for r in range(repeats):
         for name, turns in calls.items():
             for mode, engine in engines.items():
                 engine.forget_all()
                 engine.answers.clear()
+                if again:
+                    await _call(engine, turns, f"{name}-{r}-before", max_tokens, Tally())
                 await _call(engine, turns, f"{name}-{r}", 1, Tally())
                 await _call(engine, turns, f"{name}-{r}", max_tokens, tallies[mode])
     return tallies
@@ -266,7 +273,7 @@ async def main() -> None:
     parser.add_argument("--rollout-calls", type=int, default=5, help="calls per rollout")
     parser.add_argument("--calls", type=int, help="smoke run: this many of each kind of call")
     parser.add_argument("--engine", choices=["llama-cpp", "transformers"], default="llama-cpp")
-    parser.add_argument("--rows", help="comma-separated row numbers to run (1-5; default all)")
+    parser.add_argument("--rows", help="comma-separated row numbers to run (1-6; default all)")
     parser.add_argument(
         "--batch-slots", type=int, default=1, help="above 1: every row through the batch loop"
     )
@@ -302,8 +309,8 @@ async def main() -> None:
             for mode, options in MODES.items()
             if not (batched and mode == "on, guesses")
         }
-    picked = {int(n) for n in args.rows.split(",")} if args.rows else set(range(1, 6))
-    if 5 not in picked:
+    picked = {int(n) for n in args.rows.split(",")} if args.rows else set(range(1, 7))
+    if not picked & {5, 6}:
         engines = {mode: e for mode, e in engines.items() if mode not in ROLLOUT_ONLY}
     common = {mode: e for mode, e in engines.items() if mode not in ROLLOUT_ONLY}
     for engine in engines.values():
@@ -337,6 +344,11 @@ async def main() -> None:
         (
             f"{args.rollouts} rollouts of a {args.rollout_calls}-call session, from the second",
             lambda: row_rollouts(engines, args.rollouts, args.rollout_calls, args.max_tokens),
+            "-",
+        ),
+        (
+            "free-form calls answered before in another episode",
+            lambda: row_calls(engines, free_form, args.repeats, args.max_tokens, again=True),
             "-",
         ),
     ]
