@@ -156,6 +156,10 @@ SOURCE = mcp_user_world(
             "one tool, calculate, evaluating an expression with Python's operators and the "
             "math module's names",
         },
-        "notes": ["The server keeps no state: each expression is evaluated on its own."],
+        "notes": [
+            "The server keeps no state: each expression is evaluated on its own.",
+            "Answers are the bare value as Python prints it (65.76, 4858, True, no text "
+            "around it); errors are isError texts 'Error executing tool calculate: <message>'.",
+        ],
     },
 )

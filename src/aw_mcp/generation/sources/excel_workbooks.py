@@ -278,6 +278,11 @@ SOURCE = mcp_user_world(
             f"Average units as formulas over Q3); {HOME}/{CSV}: 4 orders (order_id, customer, "
             "item, qty, price)",
         },
-        "notes": ["Every episode starts from these two files."],
+        "notes": [
+            "Every episode starts from these two files.",
+            'Answers are compact JSON on one line, no spaces ({"sheet":"Q3","range":'
+            '"A1:B4","cells_written":8}); read_range gives range and values, rows as '
+            "lists. Errors are isError texts 'Error executing tool <tool>: <message>'.",
+        ],
     },
 )

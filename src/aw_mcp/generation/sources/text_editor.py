@@ -288,6 +288,11 @@ SOURCE = mcp_user_world(
             f"{HOME}/{PROGRAM} ({_lines(PROGRAM)} lines: greet(name) and main() reading "
             "users.txt)",
         },
-        "notes": ["Every episode starts from these three files."],
+        "notes": [
+            "Every episode starts from these three files.",
+            "Answers are JSON (indented two spaces) keyed by each file's absolute path: "
+            "ranges (content, start_line, end_line, range_hash, total_lines, content_size) "
+            "and file_hash, SHA-256 hex; an edit answers result, file_hash and reason.",
+        ],
     },
 )
