@@ -21,7 +21,8 @@ decode several sequences in one call (``BatchBackend``; llama.cpp implements it)
   most ``prefill_chunk`` of them while others decode (a long prompt cannot stall the running
   episodes), the whole ``max_tokens_per_step`` when nobody decodes.
 - With ``drafting`` (speculative decoding, greedy jobs only), a decoding job's token goes
-  with a draft from its own context (``ContextDrafter``): the tokens that may follow it,
+  with a draft from its own context or the engine's recent answers (``ContextDrafter``,
+  ``AnswerMemory``, which every finished job adds to): the tokens that may follow it,
   checked in the same step with logits for every position. The chosen tokens are those
   the job would choose without drafts, from the same positions' logits; a draft's rejected
   tail leaves the sequence's KV at once. Unlike the single-sequence path (local.py), no
