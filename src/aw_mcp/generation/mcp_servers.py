@@ -27,6 +27,7 @@ import random
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -373,6 +374,21 @@ def python_server(name: str, command: str) -> str:
     """Where .ci/run installs the PyPI server ``name``: its own virtualenv under /opt, made
     with Debian's python (the sandbox's user cannot reach one under /root)."""
     return f"/opt/aw-mcp-{name}/bin/{command}"
+
+
+def seed_with_server_python(venv: str, package: str, script: str, *args: str) -> None:
+    """Run ``script`` (``python -c``) with the python of the server ``package``'s virtualenv
+    (``python_server(venv, ...)``): a seed written by the library the server reads it with
+    (a DuckDB file, an .xlsx). A missing virtualenv or a failing script is a
+    SandboxUnavailable that says what the python said."""
+    python = python_server(venv, "python")
+    if not Path(python).exists():
+        raise SandboxUnavailable(f"{package} is not installed in /opt/aw-mcp-{venv} (.ci/run)")
+    done = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:  # e.g. a venv without the library: say what its python said
+        raise SandboxUnavailable(
+            f"could not seed with {package}'s python: {done.stderr.strip()[-500:]}"
+        )
 
 
 def prepare_world(name: str, servers: dict[str, list[str]] | None = None) -> McpWorld:

@@ -25,6 +25,11 @@ def _calc(expression: str) -> Call:
     return ("calculate", {"expression": expression})
 
 
+def _some(rng: random.Random, expressions: list[str], most: int) -> list[Call]:
+    """Three to ``most`` of ``expressions``, in a random order, one call each."""
+    return [_calc(e) for e in rng.sample(expressions, rng.randint(3, most))]
+
+
 def _n(rng: random.Random, low: int = 2, high: int = 999) -> int:
     return rng.randint(low, high)
 
@@ -52,7 +57,7 @@ def _arithmetic(rng: random.Random) -> list[Call]:
         f"1 / {rng.choice([3, 7, 9, 11])}",
         f"{a}.5 * 2",
     ]
-    return [_calc(e) for e in rng.sample(pool, rng.randint(3, 6))]
+    return _some(rng, pool, 6)
 
 
 def _functions(rng: random.Random) -> list[Call]:
@@ -75,7 +80,7 @@ def _functions(rng: random.Random) -> list[Call]:
         f"pow({rng.randint(2, 9)}, {rng.randint(2, 9)})",
         f"isqrt({n})",
     ]
-    return [_calc(e) for e in rng.sample(pool, rng.randint(3, 6))]
+    return _some(rng, pool, 6)
 
 
 def _money(rng: random.Random) -> list[Call]:
@@ -93,7 +98,7 @@ def _money(rng: random.Random) -> list[Call]:
         f"round({price} * 1.1, 2)",
         f"{rng.randint(100, 900)} / {rng.randint(2, 12)} * {rng.randint(1, 5)}",
     ]
-    return [_calc(e) for e in rng.sample(pool, rng.randint(3, 5))]
+    return _some(rng, pool, 5)
 
 
 def _errors(rng: random.Random) -> list[Call]:
@@ -135,7 +140,7 @@ def _geometry(rng: random.Random) -> list[Call]:  # held out
         f"{rng.randint(1, 42)} * 1.609344",
         f"tan(radians({rng.choice([15, 30, 60])}))",
     ]
-    return [_calc(e) for e in rng.sample(pool, rng.randint(3, 6))]
+    return _some(rng, pool, 6)
 
 
 SOURCE = mcp_user_world(

@@ -17,12 +17,17 @@ is written by the server's own virtualenv (its python and the DuckDB it answers 
 from __future__ import annotations
 
 import random
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from aw_mcp.generation.mcp_servers import MCP_USER, Call, Template, mcp_user_world, python_server
-from aw_mcp.generation.sandbox import SandboxUnavailable
+from aw_mcp.generation.mcp_servers import (
+    MCP_USER,
+    Call,
+    Template,
+    mcp_user_world,
+    python_server,
+    seed_with_server_python,
+)
 
 PACKAGE = "mcp-server-motherduck"
 VERSION = "1.1.0"
@@ -80,18 +85,8 @@ _WRITE_DATABASE = (
 
 def _seed(root: Path) -> None:
     (root / MCP_USER).mkdir(parents=True)
-    python = python_server(VENV, "python")
-    if not Path(python).exists():
-        raise SandboxUnavailable(f"{PACKAGE} is not installed in /opt/aw-mcp-{VENV} (.ci/run)")
     database = root / MCP_USER / Path(DATABASE).name
-    done = subprocess.run(
-        [python, "-c", _WRITE_DATABASE, str(database), SEED_SQL],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if done.returncode != 0:  # e.g. a venv without duckdb: say what DuckDB's python said
-        raise SandboxUnavailable(f"could not seed {DATABASE}: {done.stderr.strip()[-500:]}")
+    seed_with_server_python(VENV, PACKAGE, _WRITE_DATABASE, str(database), SEED_SQL)
 
 
 TABLES = ["products", "inventory", "sales"]

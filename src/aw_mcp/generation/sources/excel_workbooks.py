@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from aw_mcp.generation.mcp_servers import MCP_USER, Call, Template, mcp_user_world, python_server
-from aw_mcp.generation.sandbox import SandboxUnavailable
+from aw_mcp.generation.mcp_servers import (
+    MCP_USER,
+    Call,
+    Template,
+    mcp_user_world,
+    python_server,
+    seed_with_server_python,
+)
 
 PACKAGE = "excel-mcp-server"
 VERSION = "2.2.2"
@@ -71,18 +76,10 @@ def _seed(root: Path) -> None:
     home = root / MCP_USER
     home.mkdir(parents=True)
     (home / CSV).write_text(ORDERS_CSV, encoding="utf-8")
-    python = python_server(VENV, "python")
-    if not Path(python).exists():
-        raise SandboxUnavailable(f"{PACKAGE} is not installed in /opt/aw-mcp-{VENV} (.ci/run)")
     sheets = {"Q3": [HEADER, *Q3], "Summary": SUMMARY}
-    done = subprocess.run(
-        [python, "-c", _WRITE_WORKBOOK, str(home / WORKBOOK), json.dumps(sheets)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    seed_with_server_python(
+        VENV, PACKAGE, _WRITE_WORKBOOK, str(home / WORKBOOK), json.dumps(sheets)
     )
-    if done.returncode != 0:  # e.g. a venv without openpyxl: say what its python said
-        raise SandboxUnavailable(f"could not seed {WORKBOOK}: {done.stderr.strip()[-500:]}")
 
 
 def _q3(**more: Any) -> dict[str, Any]:
