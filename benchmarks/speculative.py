@@ -25,9 +25,9 @@ Rows:
 - free-form calls answered before in another episode (the memory's case: nothing to copy
   in the episode's own context).
 
-The memory is emptied before every call of the first two rows (so repeats measure the
-context alone); the concurrent row's episodes share calls (episode i and i + 3 make the
-same ones), as rollouts do.
+Every row starts with no KV state kept and the answer memory empty, and the first two rows
+empty it before every call (so repeats measure the context alone); the concurrent row's
+episodes share calls (episode i and i + 3 make the same ones), as rollouts do.
 
 ``--batch-slots N`` (N > 1) runs every row through the batch loop (episodes share decode
 steps; batching.py), off against on only: the batch loop pads no step with guesses, and
@@ -157,6 +157,12 @@ async def _call(engine: LlamaCppEngine, turns: list[str], key: str, max_tokens: 
     return result
 
 
+def _fresh(engine) -> None:
+    """No episode's KV state kept, no earlier answer to draft from: every row starts so."""
+    engine.forget_all()
+    engine.answers.clear()
+
+
 async def row_calls(
     engines, calls: dict[str, list[str]], repeats: int, max_tokens: int, again: bool = False
 ):
@@ -168,8 +174,7 @@ async def row_calls(
     for r in range(repeats):
         for name, turns in calls.items():
             for mode, engine in engines.items():
-                engine.forget_all()
-                engine.answers.clear()
+                _fresh(engine)
                 if again:
                     await _call(engine, turns, f"{name}-{r}-before", max_tokens, Tally())
                 await _call(engine, turns, f"{name}-{r}", 1, Tally())
@@ -182,7 +187,7 @@ async def row_concurrent(engines, episodes: int, max_tokens: int):
     tallies = {mode: Tally() for mode in engines}
     copies, frees = list(COPY_HEAVY.values()), list(FREE_FORM.values())
     for mode, engine in engines.items():
-        engine.forget_all()
+        _fresh(engine)
 
         async def episode(i: int, engine=engine, tally=tallies[mode]) -> None:
             turns = list(copies[i % len(copies)])
@@ -198,19 +203,6 @@ async def row_concurrent(engines, episodes: int, max_tokens: int):
     return tallies
 
 
-async def row_session(engines, calls: int, max_tokens: int):
-    """One episode of ``calls`` calls, its history growing: copies and free-form in turn."""
-    tallies = {mode: Tally() for mode in engines}
-    for mode, engine in engines.items():
-        engine.forget_all()
-        history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
-        for i in range(calls):
-            turns = [*history, *SESSION_SCRIPT[i % len(SESSION_SCRIPT)]]
-            answer = await _call(engine, turns, "session", max_tokens, tallies[mode])
-            history = [*turns, answer.text]
-    return tallies
-
-
 SESSION_SCRIPT = [
     ["$ cat -n app.py"],
     ["$ ls -la"],
@@ -220,20 +212,33 @@ SESSION_SCRIPT = [
 ]
 
 
+async def _session(engine, key: str, calls: int, max_tokens: int, tally: Tally) -> None:
+    """One episode of ``calls`` calls, its history growing: copies and free-form in turn."""
+    history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
+    for i in range(calls):
+        turns = [*history, *SESSION_SCRIPT[i % len(SESSION_SCRIPT)]]
+        answer = await _call(engine, turns, key, max_tokens, tally)
+        history = [*turns, answer.text]
+
+
+async def row_session(engines, calls: int, max_tokens: int):
+    """One episode of ``calls`` calls (``_session``)."""
+    tallies = {mode: Tally() for mode in engines}
+    for mode, engine in engines.items():
+        _fresh(engine)
+        await _session(engine, "session", calls, max_tokens, tallies[mode])
+    return tallies
+
+
 async def row_rollouts(engines, rollouts: int, calls: int, max_tokens: int):
     """``rollouts`` episodes of one ``calls``-call session in turn; the calls of every
     episode after the first are timed."""
     tallies = {mode: Tally() for mode in engines}
     for mode, engine in engines.items():
-        engine.forget_all()
-        engine.answers.clear()
+        _fresh(engine)
         for rollout in range(rollouts):
             tally = tallies[mode] if rollout else Tally()
-            history = ["$ cat -n app.py", FILE, "$ ls -la", LISTING]
-            for i in range(calls):
-                turns = [*history, *SESSION_SCRIPT[i % len(SESSION_SCRIPT)]]
-                answer = await _call(engine, turns, f"rollout-{rollout}", max_tokens, tally)
-                history = [*turns, answer.text]
+            await _session(engine, f"rollout-{rollout}", calls, max_tokens, tally)
     return tallies
 
 

@@ -118,10 +118,10 @@ class ContextDrafter:
         position after that occurrence, the tail's length), the longest tail of at least
         ``min_match`` tokens, most recent of equals, in the sequence itself or, longer
         there, in the answer memory; None if there is none."""
-        n, seq = self._n, self._tokens
+        n, seq = self._n, self.tokens
         if n < self.min_match + 1:
             return None
-        tail = seq[max(0, n - 1 - self.settings.max_match) + 1 : n]
+        tail = seq[n - min(self.settings.max_match, n - 1) :]
         # Never the tail itself: its last token's earlier occurrences only.
         own = _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
         best = None if own is None else (seq, *own)
@@ -144,8 +144,7 @@ class ContextDrafter:
         if found is None:
             return []
         tokens, start, _ = found
-        end = start + size if tokens is not self._tokens else min(start + size, self._n)
-        return _until_boundary(tokens[start:end])
+        return _until_boundary(tokens[start : start + size])
 
     def guess(self) -> int:
         """One likely next token, for a step that must check a draft when ``draft`` found
