@@ -10,13 +10,20 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from aw_mcp.cli import main
-from aw_mcp.generation.mcp_servers import generate_mcp_world, prepare_world, python_server
+from aw_mcp.generation import mcp_servers
+from aw_mcp.generation.mcp_servers import (
+    generate_mcp_world,
+    prepare_world,
+    python_server,
+    seed_with_server_python,
+)
 from aw_mcp.generation.sandbox import SandboxUnavailable, ensure_user
 from aw_mcp.generation.shell_tools import RUN_COMMAND, ShellTool
 from aw_mcp.generation.sources import SOURCE_NAMES
@@ -164,6 +171,20 @@ def test_generate_lists_every_source_with_its_pinned_versions(capsys):
 def test_an_unknown_source_is_a_clear_error(capsys):
     assert main(["generate", "nope", "--out", "x"]) == 2
     assert "no source 'nope'; sources: terminal, os, swe" in capsys.readouterr().err
+
+
+def test_a_seed_by_the_server_python_says_why_it_could_not_run(monkeypatch, tmp_path: Path):
+    """duckdb's and excel's seeds are written by their server's own python: a virtualenv
+    that is missing, or a script that fails there, is a SandboxUnavailable naming the cause."""
+    monkeypatch.setattr(mcp_servers, "python_server", lambda venv, cmd: str(tmp_path / cmd))
+    with pytest.raises(SandboxUnavailable, match=r"pkg is not installed in /opt/aw-mcp-venv"):
+        seed_with_server_python("venv", "pkg", "pass")
+    (tmp_path / "python").symlink_to(sys.executable)
+    seed_with_server_python(
+        "venv", "pkg", "import sys; assert sys.argv[1:] == ['a', 'b']", "a", "b"
+    )
+    with pytest.raises(SandboxUnavailable, match=r"pkg's python: .*no duckdb here"):
+        seed_with_server_python("venv", "pkg", "raise SystemExit('no duckdb here')")
 
 
 GIT_SERVER = python_server("git", "mcp-server-git")
