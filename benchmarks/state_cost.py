@@ -8,11 +8,15 @@ call, the model's recall and change before each answer). Each server records its
 (``--record-dir``); per call: prompt tokens, prompt tokens actually evaluated (the rest came
 from the KV cache), tokens generated, and seconds as the client saw them. Printed at steps 1,
 10 and 30 of a session (the median over sessions long enough), and the ratio new / default.
-``--speculative`` adds a third server: the state-keeping one with ``--speculative on``
-(its blocks copy the view, so drafts from the context may pay for them).
+``--speculative`` adds a server: the state-keeping one with ``--speculative on`` (its
+blocks copy the view, so drafts from the context may pay for them). ``--window-tokens N``
+adds one that fits each call's prompt and answer in N tokens (what serve does by itself for
+an adapter that records its training sequence length), the older turns told as the state
+they left. Last, the mean seconds per call over each session's first 30 calls (the issue's
+bar: a 30-call session no slower per call than today's).
 
     python benchmarks/state_cost.py --records DIR --adapter ADAPTER.gguf [--sessions 3]
-        [--speculative]
+        [--speculative] [--window-tokens 2048]
 
 Each session runs in the world it was recorded in (its ``worlds/`` file, passed in the
 call's ``_meta`` as a client would), so the state the new server keeps starts where the
@@ -39,6 +43,7 @@ from aw_mcp.records.reader import RecordedEpisode, load_record_dir
 from aw_mcp.server.episode_identity import EPISODE_META_KEY, WORLD_META_KEY
 
 STEPS = (1, 10, 30)
+SESSION_CALLS = 30
 
 
 async def replay(
@@ -94,6 +99,9 @@ def main() -> None:
     parser.add_argument(
         "--speculative", action="store_true", help="also the state server, --speculative on"
     )
+    parser.add_argument(
+        "--window-tokens", type=int, help="also the state server with --window-tokens N"
+    )
     args = parser.parse_args()
     episodes = sorted(load_record_dir(args.records), key=lambda e: -len(e.records))
     episodes = episodes[: args.sessions]
@@ -102,11 +110,16 @@ def main() -> None:
     systems = {"default": [], "state": state}
     if args.speculative:
         systems["state, drafts"] = [*state, "--speculative", "on"]
-    results = {}
+    if args.window_tokens:
+        window = f"state, window {args.window_tokens}"
+        systems[window] = [*state, "--window-tokens", str(args.window_tokens)]
+    results, session_means = {}, {}
     for name, extra in systems.items():
         with tempfile.TemporaryDirectory() as folder:
             seconds = anyio.run(replay, episodes, worlds, extra, Path(folder))
             results[name] = per_step(Path(folder), seconds)
+        first = [t for times in seconds.values() for t in times[:SESSION_CALLS]]
+        session_means[name] = statistics.mean(first)
     print(f"{len(episodes)} sessions of {[len(e.records) for e in episodes]} calls")
     others = [name for name in systems if name != "default"]
     print(" | ".join(["step", "metric", *systems, *(f"{name} / default" for name in others)]))
@@ -119,6 +132,10 @@ def main() -> None:
             ratios = [f"{values[n] / old:.2f}x" if old else "-" for n in others]
             cells = [f"{v:.2f}" for v in values.values()]
             print(" | ".join([str(step), metric, *cells, *ratios]))
+    old = session_means["default"]
+    cells = [f"{session_means[name]:.2f}" for name in systems]
+    ratios = [f"{session_means[n] / old:.2f}x" for n in others]
+    print(" | ".join([f"calls 1-{SESSION_CALLS}", "seconds per call", *cells, *ratios]))
 
 
 if __name__ == "__main__":

@@ -164,6 +164,29 @@ async def test_the_context_fitter_summarizes_the_oldest_turns_to_fit():
 
 
 @pytest.mark.anyio
+async def test_a_window_shorter_than_the_context_is_what_the_prompt_fits_in():
+    """--window-tokens (or a state-keeping adapter's training length) bounds the prompt and
+    its answer below the context window; a window above the context window bounds nothing."""
+    steps = [
+        ("run_command", {"command": f"echo {i} " + "x" * 80}, f"{i} " + "x" * 80) for i in range(20)
+    ]
+    action = ToolCall(tool="run_command", arguments={"command": "ls"})
+    engine = FakeEngine(context_window=100_000)
+    whole = episode_with(*steps)
+    everything = await ContextFitter(engine, PromptProfile()).fit(whole, RUN, action, 24)
+    assert whole.omitted_turns == 0 and await engine.count_tokens(everything) > 1000
+    windowed = episode_with(*steps)
+    fitter = ContextFitter(engine, PromptProfile(), window=1000)
+    messages = await fitter.fit(windowed, RUN, action, 24)
+    assert await engine.count_tokens(messages) <= 1000 - 24
+    assert 0 < windowed.omitted_turns < 20
+    assert (
+        ContextFitter(FakeEngine(context_window=800), PromptProfile(), window=1000).window_tokens
+        == 800
+    )
+
+
+@pytest.mark.anyio
 async def test_a_prompt_that_cannot_fit_is_a_clear_error():
     fitter = ContextFitter(FakeEngine(context_window=300), PromptProfile())
     action = ToolCall(tool="run_command", arguments={"command": "z" * 4000})

@@ -37,11 +37,20 @@ class ContextFitter:
         profile: PromptProfile,
         grounding: GroundingIndex | None = None,
         keeper: StateKeeper | None = None,
+        window: int | None = None,
     ):
         self.engine = engine
         self.profile = profile
         self.grounding = grounding  # real transitions shown as examples (--grounding)
         self.keeper = keeper  # a profile that keeps state: cut turns are told as a state
+        # Tokens a prompt and its answer may fill when less than the context window: a model
+        # trained on windows of history reads a longer one worse, and pays for every token.
+        self.window = window
+
+    @property
+    def window_tokens(self) -> int:
+        window = self.engine.context_window
+        return min(window, self.window) if self.window else window
 
     async def fit(
         self,
@@ -54,7 +63,7 @@ class ContextFitter:
         """Messages that leave ``max_tokens`` for the answer, trimming the oldest turns if they
         must go (``episode.omitted_turns`` remembers how many). ``view``: the state shown next
         to the action (a profile that keeps state)."""
-        budget = self.engine.context_window - max_tokens
+        budget = self.window_tokens - max_tokens
         conditions = episode.active_conditions()
         examples = (
             self.grounding.examples(action.tool, action.arguments, episode.turns)
@@ -102,7 +111,8 @@ class ContextFitter:
             # later calls are not left with turns summarized for a prompt that never ran.
             raise PromptTooLongError(
                 f"the prompt needs {used} tokens but the model's context window leaves "
-                f"{budget} (shorten the arguments or use a model with a larger context)"
+                f"{budget} (shorten the arguments, or use a model with a larger context or "
+                "a larger --window-tokens)"
             )
         episode.omitted_turns = omitted
         log.warning(

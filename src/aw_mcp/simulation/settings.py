@@ -21,6 +21,16 @@ class SimulationSettings(SamplingSettings):
         json_schema_extra=flag(EPISODES),
     )
 
+    window_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="tokens a call's prompt and answer may fill (at most the context window); "
+        "the oldest turns past it are summarized (a profile that keeps state tells them as "
+        "the state they left). Default: a state-keeping adapter's training sequence length, "
+        "else the context window",
+        json_schema_extra=flag(EPISODES, "N"),
+    )
+
     replay: Path | None = Field(
         default=None,
         description="a record directory (--record-dir output, real trajectories): calls that "

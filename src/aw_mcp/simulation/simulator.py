@@ -73,7 +73,9 @@ class WorldSimulator:
         self.faults = FaultStep(faults or NoFaults())
         self.repeats = ReadRepeats(self.options.replay_read_only)
         self.keeper = StateKeeper() if profile.keeps_state else None
-        self.context = ContextFitter(engine, profile, grounding, self.keeper)
+        self.context = ContextFitter(
+            engine, profile, grounding, self.keeper, self.options.window_tokens
+        )
         shapes = None
         if self.options.answer_shapes:
             shapes = AnswerShapes(grounding.answers_of if grounding is not None else None)
