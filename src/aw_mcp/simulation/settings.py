@@ -28,7 +28,7 @@ class SimulationSettings(SamplingSettings):
         "the oldest turns past it are summarized (a profile that keeps state tells them as "
         "the state they left). Default: a state-keeping adapter's training sequence length, "
         "else the context window",
-        json_schema_extra=flag(EPISODES, "N"),
+        json_schema_extra=flag(ENGINE, "N"),
     )
 
     replay: Path | None = Field(
