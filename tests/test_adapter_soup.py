@@ -26,17 +26,10 @@ from tests.conftest import small_engine
 MODULE = "model.layers.0.self_attn.v_proj"  # no rotary row order to mind
 
 
-def _adapter(
-    path: Path,
-    seed: int,
-    alpha: float,
-    rank: int,
-    base: str = "base.gguf",
-    sequence_tokens: int | None = None,
-) -> Path:
+def _adapter(path: Path, seed: int, alpha: float, rank: int, base: str = "base.gguf") -> Path:
     rng = np.random.default_rng(seed)
     weights = [LoraWeights(MODULE, rng.normal(size=(rank, 8)), rng.normal(size=(6, rank)))]
-    meta = AdapterMetadata(alpha, "small", base, ["terminal"], 1, 2, 2, "llama", sequence_tokens)
+    meta = AdapterMetadata(alpha, "small", base, ["terminal"], 1, 2, 2)
     return write_gguf_adapter(path, weights, meta)
 
 
@@ -150,17 +143,3 @@ def test_one_adapter_alone_is_copied_bit_for_bit_under_other_domains(tmp_path):
     assert tensors(out) == tensors(one)
     halved = merge_adapters([SoupPart(one, 0.5)], tmp_path / "half.gguf")
     assert np.allclose(_change(halved.path), 0.5 * _change(one), atol=1e-2)
-
-
-def test_the_training_sequence_length_is_written_and_a_merge_keeps_the_shortest(tmp_path):
-    """Serving fits a state-keeping adapter's prompts in the sequences it was trained on; a
-    merge was trained on none longer than its shortest part's."""
-    long = _adapter(tmp_path / "long.gguf", seed=1, alpha=16, rank=4, sequence_tokens=4096)
-    short = _adapter(tmp_path / "short.gguf", seed=2, alpha=16, rank=4, sequence_tokens=2048)
-    older = _adapter(tmp_path / "older.gguf", seed=3, alpha=16, rank=4)  # written before the key
-    assert read_adapter_info(long).sequence_tokens == 4096
-    assert read_adapter_info(older).sequence_tokens is None
-    merged = merge_adapters([SoupPart(long, 0.5), SoupPart(short, 0.5)], tmp_path / "m.gguf")
-    assert read_adapter_info(merged.path).sequence_tokens == 2048
-    merged = merge_adapters([SoupPart(older, 1.0)], tmp_path / "o.gguf")
-    assert read_adapter_info(merged.path).sequence_tokens is None

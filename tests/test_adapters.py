@@ -7,17 +7,11 @@ import pytest
 from aw_mcp.models.adapters import (
     BUNDLED_ADAPTERS,
     AdapterError,
-    AdapterInfo,
     bundled_adapters,
     read_adapter_info,
 )
 from aw_mcp.models.catalogue import DEFAULT_MODEL, KNOWN_MODELS, ModelFileError
-from aw_mcp.wiring.assemble import (
-    build_catalogue,
-    resolve_adapters,
-    serving_profile,
-    serving_window,
-)
+from aw_mcp.wiring.assemble import build_catalogue, resolve_adapters, serving_profile
 from aw_mcp.wiring.settings import ServeSettings
 from tests.conftest import REPO_ROOT
 
@@ -153,18 +147,3 @@ def test_bad_adapter_settings_are_clear_errors(tmp_path):
         _resolve(lora=bundled_adapters()[:1], no_lora=True)
     with pytest.raises(ValueError, match="llama-cpp engine only"):
         _resolve(lora=bundled_adapters()[:1], engine="openai")
-
-
-def test_a_state_keeping_adapter_is_served_in_the_window_it_was_trained_on(tmp_path):
-    """Its prompts fit in its training sequence length (history past it told as the state
-    it left); --window-tokens wins; a profile that keeps no state, or an adapter that does
-    not say, keeps the whole context window (cut history there is a list of old actions)."""
-    trained = AdapterInfo(tmp_path / "st.gguf", 16.0, "small-state", sequence_tokens=2048)
-    older = AdapterInfo(tmp_path / "old.gguf", 16.0, "small-state")
-    assert serving_window(ServeSettings(), [trained], "small-state") == 2048
-    assert serving_window(ServeSettings(window_tokens=3000), [trained], "small-state") == 3000
-    assert serving_window(ServeSettings(), [trained], "small") is None
-    assert serving_window(ServeSettings(), [older], "small-state") is None
-    assert serving_window(ServeSettings(window_tokens=1500), [], "default") == 1500
-    with pytest.raises(ValueError, match="window_tokens"):
-        ServeSettings(window_tokens=10)

@@ -17,7 +17,7 @@ from aw_mcp.records.reader import load_record_dir
 from aw_mcp.records.sink import RecordSink
 from aw_mcp.server.app import build_server
 from aw_mcp.server.episode_identity import EPISODE_META_KEY
-from aw_mcp.simulation.simulator import WorldSimulator
+from aw_mcp.simulation.simulator import SimulatorOptions, WorldSimulator
 from aw_mcp.testing import FakeEngine
 
 pytestmark = pytest.mark.anyio
@@ -51,11 +51,15 @@ def scripted(request: GenerationRequest) -> str:
     return ANSWERS[command]
 
 
-def simulator(engine: FakeEngine, record_dir=None) -> WorldSimulator:
+def simulator(engine: FakeEngine, record_dir=None, **options) -> WorldSimulator:
     domain = load_domain("terminal")
     store = EpisodeStore(sink=RecordSink(record_dir) if record_dir else None)
     return WorldSimulator(
-        Catalogue([domain], extra_world=WORLD), engine, store, profile=SmallStateProfile()
+        Catalogue([domain], extra_world=WORLD),
+        engine,
+        store,
+        profile=SmallStateProfile(),
+        options=SimulatorOptions(**options),
     )
 
 
@@ -135,6 +139,18 @@ async def test_history_cut_to_fit_is_told_as_the_state_it_left():
     system = engine.requests[-1].messages[0].content
     assert "earlier steps are not shown; the state they left:\n<state>" in system
     # three turns cut: the move they made is in the state; the `cd old` turn is still shown
+    assert f"<state>\ncwd {P}\nfile old/notes.txt\n1|buy tea\n2|pay rent\n</state>" in system
+
+
+async def test_a_window_below_the_context_cuts_history_as_the_context_would():
+    """--window-tokens: the same cut, told as the same state, with a context window that
+    would have held every turn."""
+    engine = FakeEngine(scripted, context_window=100_000)
+    async with Client(build_server(simulator(engine, window_tokens=900))) as client:
+        for command in list(ANSWERS)[:4]:
+            await run(client, command)
+        await run(client, "echo hi")
+    system = engine.requests[-1].messages[0].content
     assert f"<state>\ncwd {P}\nfile old/notes.txt\n1|buy tea\n2|pay rent\n</state>" in system
 
 

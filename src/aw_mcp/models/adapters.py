@@ -7,10 +7,7 @@ llama.cpp's own keys (``general.type = adapter``, ``adapter.type = lora``,
 - ``aw_mcp.profile``: the prompt profile its training sequences were rendered with (a model
   trained on one prompt layout does worse on another);
 - ``aw_mcp.base_model``: the base GGUF's file name (an adapter fits one base model only);
-- ``aw_mcp.domains``: the domains of its training episodes, comma-separated;
-- ``aw_mcp.sequence_tokens``: its longest training sequence (``train --max-tokens``): a
-  profile that keeps state fits each call's prompt and answer in that many tokens when served
-  (the history past it told as the state it left), as it was trained.
+- ``aw_mcp.domains``: the domains of its training episodes, comma-separated.
 
 A bundled adapter (``adapters/`` at the repository root, ``aw_mcp/data/adapters`` in a
 wheel) is used by default with the model it was made for when every served domain is one it
@@ -37,7 +34,6 @@ log = logging.getLogger(__name__)
 PROFILE_KEY = "aw_mcp.profile"
 BASE_MODEL_KEY = "aw_mcp.base_model"
 DOMAINS_KEY = "aw_mcp.domains"
-SEQUENCE_KEY = "aw_mcp.sequence_tokens"
 REINSTALL = "reinstall aw-mcp"
 
 
@@ -92,7 +88,6 @@ class AdapterInfo:
     profile: str | None = None
     base_model: str | None = None
     domains: tuple[str, ...] = field(default_factory=tuple)
-    sequence_tokens: int | None = None  # its longest training sequence (older files: unknown)
 
 
 def read_adapter_info(path: Path) -> AdapterInfo:
@@ -113,14 +108,12 @@ def read_adapter_info(path: Path) -> AdapterInfo:
     if value("general.type") != "adapter" or value("adapter.type") != "lora":
         raise AdapterError(f"{path} is a GGUF file but not a LoRA adapter")
     domains = value(DOMAINS_KEY)
-    sequence = value(SEQUENCE_KEY)
     return AdapterInfo(
         path=path,
         alpha=float(value("adapter.lora.alpha") or 0.0),
         profile=value(PROFILE_KEY),
         base_model=value(BASE_MODEL_KEY),
         domains=tuple(d for d in (domains or "").split(",") if d),
-        sequence_tokens=int(sequence) if sequence and str(sequence).isdigit() else None,
     )
 
 
@@ -177,9 +170,3 @@ def adapters_profile(adapters: list[AdapterInfo]) -> str | None:
             f"({', '.join(sorted(profiles))}); give --profile or fewer adapters"
         )
     return next(iter(profiles), None)
-
-
-def adapters_sequence_tokens(adapters: list[AdapterInfo]) -> int | None:
-    """The longest sequence every one of the adapters was trained on (None: none says)."""
-    known = [a.sequence_tokens for a in adapters if a.sequence_tokens]
-    return min(known) if known else None

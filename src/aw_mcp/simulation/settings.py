@@ -24,10 +24,10 @@ class SimulationSettings(SamplingSettings):
     window_tokens: int | None = Field(
         default=None,
         ge=256,
-        description="tokens a call's prompt and answer may fill (at most the context window); "
-        "the oldest turns past it are summarized (a profile that keeps state tells them as "
-        "the state they left). Default: a state-keeping adapter's training sequence length, "
-        "else the context window",
+        description="tokens a call's prompt and answer may fill, when fewer than the context "
+        "window (e.g. the sequence length a state-keeping adapter was trained on); the oldest "
+        "turns past it are summarized (a profile that keeps state tells them as the state "
+        "they left). Default: the context window",
         json_schema_extra=flag(ENGINE, "N"),
     )
 

@@ -19,14 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from aw_mcp.errors import UserInputError
-from aw_mcp.models.adapters import (
-    BASE_MODEL_KEY,
-    DOMAINS_KEY,
-    PROFILE_KEY,
-    SEQUENCE_KEY,
-    adapters_sequence_tokens,
-    read_adapter_info,
-)
+from aw_mcp.models.adapters import BASE_MODEL_KEY, DOMAINS_KEY, PROFILE_KEY, read_adapter_info
 from aw_mcp.training.gguf_adapter import write_adapter_file
 
 SOURCES_KEY = "aw_mcp.merged_from"  # provenance: "file.gguf*weight,..."
@@ -105,8 +98,6 @@ def merge_adapters(
     joined = dict.fromkeys(d for info in infos for d in info.domains)
     header[DOMAINS_KEY] = ",".join(domains if domains is not None else joined)
     header[SOURCES_KEY] = ",".join(f"{p.path.name}*{p.weight:g}" for p in parts)
-    if sequence := adapters_sequence_tokens(infos):
-        header[SEQUENCE_KEY] = str(sequence)
     # alpha = rank: llama.cpp's scale alpha / rank is 1, the weights carry the scales.
     write_adapter_file(out, architecture, float(written_rank), header, merged)
     return MergedAdapter(out, written_rank, kept)

@@ -26,7 +26,6 @@ from aw_mcp.models.adapters import (
     BASE_MODEL_KEY,
     DOMAINS_KEY,
     PROFILE_KEY,
-    SEQUENCE_KEY,
     AdapterInfo,
     read_adapter_info,
 )
@@ -51,7 +50,6 @@ class AdapterMetadata:
     n_head: int
     n_kv_head: int
     architecture: str = "llama"  # the base GGUF's general.architecture (base_architecture)
-    sequence_tokens: int | None = None  # the longest training sequence (train --max-tokens)
 
 
 # Architectures whose llama.cpp converter permutes q/k rows (``LlamaModel.permute``), which
@@ -163,8 +161,6 @@ def write_gguf_adapter(
         tensors[f"{base}.lora_b"] = b
     header = {PROFILE_KEY: meta.profile, BASE_MODEL_KEY: meta.base_model}
     header[DOMAINS_KEY] = ",".join(meta.domains)
-    if meta.sequence_tokens:
-        header[SEQUENCE_KEY] = str(meta.sequence_tokens)
     return write_adapter_file(path, meta.architecture, meta.alpha, header, tensors, dtype)
 
 

@@ -287,7 +287,6 @@ def run_training(job: TrainJob, settings: TrainSettings) -> dict[str, Any]:
         n_head=loaded.n_head,
         n_kv_head=loaded.n_kv_head,
         architecture=base_architecture(base),
-        sequence_tokens=job.max_tokens,
     )
     trainer = Trainer(loaded, train, validation, prefix, settings, job.out, meta)
     if job.init_from and job.resume:

@@ -27,7 +27,6 @@ from aw_mcp.faults.scenario_layer import ScenarioFaultLayer
 from aw_mcp.models.adapters import (
     AdapterInfo,
     adapters_profile,
-    adapters_sequence_tokens,
     default_adapters,
     read_adapter_info,
 )
@@ -72,17 +71,6 @@ def serving_profile(settings: ServeSettings, adapters: list[AdapterInfo]) -> str
             trained,
         )
     return settings.profile or trained or "default"
-
-
-def serving_window(
-    settings: ServeSettings, adapters: list[AdapterInfo], profile: str
-) -> int | None:
-    """``--window-tokens``, else for a profile that keeps state the sequence length its
-    adapters were trained on (it tells older turns as the state they left, so a shorter
-    history loses nothing it was trained to read), else none (the context window)."""
-    if settings.window_tokens is not None:
-        return settings.window_tokens
-    return adapters_sequence_tokens(adapters) if PROFILES[profile].keeps_state else None
 
 
 def make_engine(settings: ServeSettings, adapters: list[AdapterInfo] | None = None) -> Engine:
@@ -143,18 +131,14 @@ def build_simulator(settings: ServeSettings, engine: Engine | None = None) -> Wo
     sink = RecordSink(settings.record_dir) if settings.record_dir else None
     catalogue = build_catalogue(settings)
     adapters = resolve_adapters(settings, catalogue) if engine is None else []
-    profile = serving_profile(settings, adapters)
-    window = serving_window(settings, adapters, profile)
     return WorldSimulator(
         catalogue=catalogue,
         engine=engine or make_engine(settings, adapters),
         episodes=EpisodeStore(limit=settings.max_episodes, sink=sink),
         faults=make_faults(settings, catalogue),
-        profile=PROFILES[profile](),
+        profile=PROFILES[serving_profile(settings, adapters)](),
         # The KV cache of a local engine lives here; a remote server keeps its own.
-        options=SimulatorOptions.of(
-            settings, warm_up_prompts=ENGINES[settings.engine].local, window_tokens=window
-        ),
+        options=SimulatorOptions.of(settings, warm_up_prompts=ENGINES[settings.engine].local),
         recordings=Recordings.load(settings.replay, settings.replay_miss)
         if settings.replay
         else None,
