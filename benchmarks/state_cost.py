@@ -10,9 +10,9 @@ from the KV cache), tokens generated, and seconds as the client saw them. Printe
 10 and 30 of a session (the median over sessions long enough), and the ratio new / default.
 ``--speculative`` adds a server: the state-keeping one with ``--speculative on`` (its
 blocks copy the view, so drafts from the context may pay for them). ``--window-tokens N``
-adds one that fits each call's prompt and answer in N tokens (what serve does by itself for
-an adapter that records its training sequence length), the older turns told as the state
-they left. Last, the mean seconds per call over each session's first 30 calls (the issue's
+adds one that fits each call's prompt and answer in N tokens (``serve --window-tokens``, e.g.
+the sequence length the adapter was trained on), the older turns told as the state they
+left. Last, the mean seconds per call over each session's first 30 calls (the issue's
 bar: a 30-call session no slower per call than today's).
 
     python benchmarks/state_cost.py --records DIR --adapter ADAPTER.gguf [--sessions 3]

@@ -27,6 +27,8 @@ from aw_mcp.simulation.progress import PROGRESS_INTERVAL_S, generate_with_progre
 from aw_mcp.simulation.read_repeats import ReadRepeats
 from aw_mcp.simulation.recording import PendingRecord
 from aw_mcp.testing import FakeEngine
+from aw_mcp.wiring.assemble import build_simulator
+from aw_mcp.wiring.settings import ServeSettings
 from tests.faults_support import ITEM, ITEM_SCHEMA, SHOP
 from tests.helpers import TINY_DOMAIN
 
@@ -165,8 +167,8 @@ async def test_the_context_fitter_summarizes_the_oldest_turns_to_fit():
 
 @pytest.mark.anyio
 async def test_a_window_shorter_than_the_context_is_what_the_prompt_fits_in():
-    """--window-tokens (or a state-keeping adapter's training length) bounds the prompt and
-    its answer below the context window; a window above the context window bounds nothing."""
+    """--window-tokens bounds the prompt and its answer below the context window (from the
+    serve settings on); a window above the context window bounds nothing."""
     steps = [
         ("run_command", {"command": f"echo {i} " + "x" * 80}, f"{i} " + "x" * 80) for i in range(20)
     ]
@@ -184,6 +186,11 @@ async def test_a_window_shorter_than_the_context_is_what_the_prompt_fits_in():
         ContextFitter(FakeEngine(context_window=800), PromptProfile(), window=1000).window_tokens
         == 800
     )
+    served = build_simulator(ServeSettings(window_tokens=1000), engine=engine)
+    assert served.context.window_tokens == 1000
+    with pytest.raises(PromptTooLongError, match="--window-tokens leaves"):
+        too_long = ToolCall(tool="run_command", arguments={"command": "z" * 8000})
+        await fitter.fit(Episode("ep", "tiny"), RUN, too_long, 24)
 
 
 @pytest.mark.anyio

@@ -43,8 +43,8 @@ class ContextFitter:
         self.profile = profile
         self.grounding = grounding  # real transitions shown as examples (--grounding)
         self.keeper = keeper  # a profile that keeps state: cut turns are told as a state
-        # Tokens a prompt and its answer may fill when less than the context window: a model
-        # trained on windows of history reads a longer one worse, and pays for every token.
+        # Tokens a prompt and its answer may fill when fewer than the context window
+        # (--window-tokens): a model trained on windows of history is shown no longer one.
         self.window = window
 
     @property
@@ -109,10 +109,12 @@ class ContextFitter:
         if used > budget:
             # Refused: this call's own action is too large. The history stays as it was, so
             # later calls are not left with turns summarized for a prompt that never ran.
+            windowed = self.window_tokens < self.engine.context_window
+            room = "--window-tokens" if windowed else "the model's context window"
+            larger = "a larger --window-tokens" if windowed else "a model with a larger context"
             raise PromptTooLongError(
-                f"the prompt needs {used} tokens but the model's context window leaves "
-                f"{budget} (shorten the arguments, or use a model with a larger context or "
-                "a larger --window-tokens)"
+                f"the prompt needs {used} tokens but {room} leaves {budget} (shorten the "
+                f"arguments or use {larger})"
             )
         episode.omitted_turns = omitted
         log.warning(
