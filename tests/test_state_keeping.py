@@ -130,27 +130,20 @@ async def test_a_view_repeats_no_block_an_earlier_view_showed_and_a_restart_cuts
     assert "file notes.txt\n1|buy tea\n" in restarted.requests[0].messages[-5].content
 
 
-async def test_history_cut_to_fit_is_told_as_the_state_it_left():
-    engine = FakeEngine(scripted, context_window=900)
-    async with Client(build_server(simulator(engine))) as client:
+@pytest.mark.parametrize(
+    ("context_window", "window_tokens"),
+    [(900, None), (100_000, 900)],  # the context window, or --window-tokens below it
+    ids=["context-window", "window-tokens"],
+)
+async def test_history_cut_to_fit_is_told_as_the_state_it_left(context_window, window_tokens):
+    engine = FakeEngine(scripted, context_window=context_window)
+    async with Client(build_server(simulator(engine, window_tokens=window_tokens))) as client:
         for command in list(ANSWERS)[:4]:
             await run(client, command)
         await run(client, "echo hi")
     system = engine.requests[-1].messages[0].content
     assert "earlier steps are not shown; the state they left:\n<state>" in system
     # three turns cut: the move they made is in the state; the `cd old` turn is still shown
-    assert f"<state>\ncwd {P}\nfile old/notes.txt\n1|buy tea\n2|pay rent\n</state>" in system
-
-
-async def test_a_window_below_the_context_cuts_history_as_the_context_would():
-    """--window-tokens: the same cut, told as the same state, with a context window that
-    would have held every turn."""
-    engine = FakeEngine(scripted, context_window=100_000)
-    async with Client(build_server(simulator(engine, window_tokens=900))) as client:
-        for command in list(ANSWERS)[:4]:
-            await run(client, command)
-        await run(client, "echo hi")
-    system = engine.requests[-1].messages[0].content
     assert f"<state>\ncwd {P}\nfile old/notes.txt\n1|buy tea\n2|pay rent\n</state>" in system
 
 
