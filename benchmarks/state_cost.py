@@ -12,11 +12,13 @@ from the KV cache), tokens generated, and seconds as the client saw them. Printe
 blocks copy the view, so drafts from the context may pay for them). ``--window-tokens N``
 adds one that fits each call's prompt and answer in N tokens (``serve --window-tokens``, e.g.
 the sequence length the adapter was trained on), the older turns told as the state they
-left. Last, the mean seconds per call over each session's first 30 calls (the issue's
-bar: a 30-call session no slower per call than today's).
+left. ``--model NAME`` serves the state-keeping adapter on another base (the one it was
+trained on, e.g. ``qwen2.5-coder-1.5b``); the default server keeps its own. Last, the mean
+seconds per call over each session's first 30 calls (the issue's bar: a 30-call session no
+slower per call than today's).
 
     python benchmarks/state_cost.py --records DIR --adapter ADAPTER.gguf [--sessions 3]
-        [--speculative] [--window-tokens 2048]
+        [--speculative] [--window-tokens 2048] [--model qwen2.5-coder-1.5b]
 
 Each session runs in the world it was recorded in (its ``worlds/`` file, passed in the
 call's ``_meta`` as a client would), so the state the new server keeps starts where the
@@ -102,11 +104,14 @@ def main() -> None:
     parser.add_argument(
         "--window-tokens", type=int, help="also the state server with --window-tokens N"
     )
+    parser.add_argument("--model", help="the adapter's base, when it is not the default's")
     args = parser.parse_args()
     episodes = sorted(load_record_dir(args.records), key=lambda e: -len(e.records))
     episodes = episodes[: args.sessions]
     worlds = episode_worlds(args.records)
     state = ["--lora", str(args.adapter), "--profile", "small-state"]
+    if args.model:
+        state = ["--model", args.model, *state]
     systems = {"default": [], "state": state}
     if args.speculative:
         systems["state, drafts"] = [*state, "--speculative", "on"]
