@@ -1,8 +1,10 @@
 """Speculative decoding with drafts from the context (engines/drafting.py, LocalEngine's
 ``_decode_speculative``): the same answers, byte for byte, whatever is drafted (drafts
-from the context against none, only the guesses that fill each step to the two positions
-llama.cpp needs), on the real small model and on the default model with its adapter;
-every step within the span of positions that computes alike (``_draft_span``); drafts
+from the context against none: only the guesses that fill each step to two positions
+where llama.cpp's build needs that), on the real small model and on the default model with
+its adapter, and ``--speculative off``'s answers where the build computes a step of one as
+the others; every step within the span of positions that computes alike (``_draft_span``,
+measured at load, and checked here on other text); drafts
 taken where the answer copies its context, or another episode's answer to the same call;
 the KV cache left as the reference leaves it."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import threading
 
 import llama_cpp
+import numpy as np
 import pytest
 
 from aw_mcp.domain.loader import load_domain
@@ -184,7 +187,8 @@ async def test_answers_with_drafts_are_byte_identical(engines, case):
     assert _kv_positions(engines["reference"]) == engines["reference"]._llm.n_tokens
     drafted, accepted = (n - m for n, m in zip(_drafts(on_engine), before, strict=True))
     assert not engines["reference"].counters.extra.get("draft_tokens")  # guesses only
-    assert engines["reference"].counters.extra.get("draft_guesses")
+    guesses = engines["reference"].counters.extra.get("draft_guesses", 0)
+    assert (guesses > 0) == (engines["reference"]._draft_span()[0] == 2)
     if copies:
         assert accepted > 0, f"drafting never engaged on a copy-heavy answer: {on.text!r}"
     if case == "cat of a file shown before":  # an answer that is mostly a copy
@@ -232,9 +236,12 @@ async def test_another_episodes_answer_to_the_same_call_is_drafted(engines):
             texts[mode].append(answer.text)
             assert _kv_positions(engine) == engine._llm.n_tokens
         drafted, accepted = (n - m for n, m in zip(_drafts(engine), before, strict=True))
-        if mode == "on":
+        if mode == "on" and engine._draft_span()[0] == 1:
             assert answer.stats.completion_tokens > 10
             assert accepted >= 0.8 * answer.stats.completion_tokens, (drafted, accepted)
+        # Where a step of one computes otherwise (span from 2), the memory drafts only
+        # what extends the episode's own tails (``ContextDrafter.own_tails``): free text
+        # decodes one position a step, as off, and is drafted no more.
     assert texts["on"] == texts["reference"]
     assert texts["on"][0] == texts["on"][1]
 
@@ -269,26 +276,86 @@ async def test_sampling_with_a_temperature_does_not_draft(engines):
     assert on.text == (await engines["reference"].generate(request)).text
 
 
-@pytest.mark.anyio
-async def test_every_step_evaluates_two_to_seven_positions(engines):
-    """llama.cpp computes a position alike only in steps of 2 to 7 (``_draft_span``): a step
-    of one (no draft found) or of eight would change the numbers behind an answer."""
-    sizes: list[int] = []
-    for engine in engines.values():
-        engine.forget_all()
-        evaluate_all = engine._evaluate_all
+KINDS_CASES = ("cat of a file shown before", "ls -la after earlier listings", "free-form")
 
-        def recording(tokens: list[int], evaluate_all=evaluate_all) -> object:
-            sizes.append(len(tokens))
+
+@pytest.mark.anyio
+async def test_every_position_is_computed_in_a_step_of_the_same_kind_with_drafts_or_none(
+    engines,
+):
+    """What makes answers independent of the drafts: each position of an answer is last
+    computed in a step of the measured span (``_draft_span``), or alone where the span
+    starts at two and the tail was never seen before, and which of the two it was is the
+    same with drafts from the context and without."""
+    kinds: dict[str, list[list[bool]]] = {}
+    sizes: set[int] = set()
+    fewest, most = engines["on"]._draft_span()
+    assert (fewest, most) == engines["reference"]._draft_span()
+    for mode, engine in engines.items():
+        engine.forget_all()
+        engine.answers.clear()
+        evaluate_all = engine._evaluate_all
+        steps: list[tuple[int, int]] = []
+
+        def recording(tokens: list[int], evaluate_all=evaluate_all, engine=engine, steps=steps):
+            steps.append((engine._llm.n_tokens, len(tokens)))
+            sizes.add(len(tokens))
             return evaluate_all(tokens)
 
         engine._evaluate_all = recording  # type: ignore[method-assign]
+        kinds[mode] = []
         try:
-            for case in ("cat of a file shown before", "free-form"):
+            for case in KINDS_CASES:
+                steps.clear()
                 await engine.generate(CASES[case][0])
+                alone: dict[int, bool] = {}  # position -> last computed alone
+                for start, size in steps:
+                    for position in range(start, start + size):
+                        alone[position] = size == 1
+                kept = [alone[p] for p in sorted(alone) if p < engine._llm.n_tokens]
+                kinds[mode].append(kept)
         finally:
             del engine._evaluate_all
-    assert sizes and min(sizes) == 2 and max(sizes) == 7, sorted(set(sizes))
+    assert kinds["on"] == kinds["reference"]
+    assert all(size == 1 or fewest <= size <= most for size in sizes), sorted(sizes)
+    assert max(sizes) > 2  # drafts were checked
+    if fewest == 2:  # steps alone where nothing could be drafted: free text decodes as off
+        assert 1 in sizes and any(True in answer for answer in kinds["on"])
+
+
+def test_the_measured_span_computes_alike_and_the_next_size_does_not(engines):
+    """``measure_step_span``'s claim checked on other text: a continuation evaluated in
+    steps of every size of the span gives the same logits, bit for bit; one step past it
+    gives others (the kernel that takes over)."""
+    engine = engines["on"]
+    engine.forget_all()
+    llm = engine._llm
+    fewest, most = engine._draft_span()
+    tokens = llm.tokenize(FILE.encode(), add_bos=False)
+    count = -(-(most + 1) // fewest) * fewest  # past the span, in whole steps of ``fewest``
+    prefix, continuation = tokens[:24], tokens[24 : 24 + count]
+
+    def logits(step: int, count: int) -> np.ndarray:
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        llm.eval(prefix)
+        rows = []
+        for start in range(0, count, step):
+            chunk = continuation[start : min(start + step, count)]
+            rows.append(engine._evaluate_all(chunk))
+        return np.concatenate(rows).view(np.uint32)
+
+    try:
+        reference = logits(fewest, count)
+        for size in range(fewest, most + 1):
+            got = logits(size, size)
+            assert np.array_equal(got, reference[:size]), f"a step of {size} computes otherwise"
+        longest = 1 + engine.options.drafting.max_length  # what the measurement tries
+        if most < longest - longest % fewest:  # it stopped at a size that computes otherwise
+            past = logits(most + 1, most + 1)
+            assert not np.array_equal(past, reference[: most + 1])
+    finally:
+        engine.forget_all()
 
 
 def _default_engine(**overrides) -> LlamaCppEngine:

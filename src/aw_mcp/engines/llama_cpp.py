@@ -110,6 +110,71 @@ def _model_params(use_extra_bufts: bool) -> Iterator[None]:
             module.llama_model_default_params = default
 
 
+# Step spans measured in this process (``measure_step_span``), by model file, adapters,
+# their scale and GPU layers.
+_SPANS: dict[tuple[Any, ...], tuple[int, int]] = {}
+_SPANS_LOCK = threading.Lock()
+# What the measurement evaluates: any text does (a kernel is chosen by the step's size and
+# the weights' types, not by the tokens), a terminal's as well as another.
+_PROBE_TEXT = b"$ ls -la\ntotal 12\n-rw-r--r-- 1 user user 120 Nov 30 12:00 README.md\n" * 4
+
+
+def measure_step_span(llm: Any, longest: int) -> tuple[int, int]:
+    """The sizes of a step (positions evaluated in one ``llama_decode``) in which this
+    build and model compute a position exactly alike, bit for bit, as (fewest, most):
+    (1, k) where a step of one computes as steps of up to k, else (2, k) where steps of 2
+    to k agree (k is 2 where no other size agrees with two), with ``longest`` at most.
+
+    Which kernel ggml runs depends on how many positions a step holds (CPU: llamafile's
+    sgemm from two, tiled products from eight; GPU builds have their own), and kernels
+    sum in different orders. A draft check must stay within one span for its answers not
+    to depend on the drafts. Measured on the live context, which it leaves empty: the
+    logits of a continuation evaluated one position a step, two a step, then in one step
+    of each size upward until one differs."""
+    import llama_cpp
+
+    tokens = llm.tokenize(_PROBE_TEXT, add_bos=False)
+    prefix, continuation = tokens[:8], tokens[8 : 8 + longest]
+    longest = min(longest, len(continuation))
+
+    def logits(step: int, count: int) -> np.ndarray:
+        """The logits after each of the first ``count`` continuation tokens, evaluated
+        ``step`` positions a step after the prefix."""
+        llm._ctx.kv_cache_seq_rm(-1, len(prefix), -1)
+        llm.n_tokens = len(prefix)
+        rows = []
+        for start in range(0, count, step):
+            chunk = continuation[start : min(start + step, count)]
+            n_past = llm.n_tokens
+            llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.n_tokens = n_past + len(chunk)
+            pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
+            rows.append(np.ctypeslib.as_array(pointer, shape=(len(chunk), llm.n_vocab())).copy())
+        return np.concatenate(rows).view(np.uint32)  # compared bit for bit
+
+    try:
+        if longest < 2:
+            return 1, 1
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        llm.eval(prefix)
+        reference = logits(1, longest)
+        fewest = 1
+        pairs = logits(2, longest - longest % 2)
+        if not np.array_equal(pairs, reference[: len(pairs)]):
+            fewest, reference = 2, pairs
+        most = 2
+        for size in range(3, longest + 1):
+            if size > len(reference) or not np.array_equal(logits(size, size), reference[:size]):
+                break
+            most = size
+        return fewest, most
+    finally:
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+
+
 class LlamaCppOptions(LlamaCppSettings, LocalEngineOptions):
     """The llama.cpp engine's settings (``LlamaCppSettings``: the model, the context, the
     adapters in ``lora``, ...) and what no flag sets."""
@@ -134,6 +199,7 @@ class LlamaCppEngine(LocalEngine):
         self._renderer: ChatRenderer | None = None
         self._llg_tokenizer: Any = None
         self._sequences: LlamaSequences | None = None
+        self._span: tuple[int, int] | None = None  # _draft_span, measured at load
 
     def resolve_model_path(self) -> Path:
         """The GGUF file to load: ``model`` (a catalogue name or a path), or the catalogue's
@@ -186,6 +252,8 @@ class LlamaCppEngine(LocalEngine):
             except EngineError:
                 llm.close()
                 raise
+        if drafts:
+            self._span = self._measured_span(llm, path)
         self._renderer = chat_renderer(llm)
         template = self._renderer.template
         self._llm = llm
@@ -259,21 +327,34 @@ class LlamaCppEngine(LocalEngine):
         return np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).copy()
 
     def _checks_drafts(self) -> bool:
-        return True
+        return self._span is not None  # measured at load where the single path drafts
 
     def _draft_span(self) -> tuple[int, int]:
-        """Two to seven positions a step. Measured with the default model and its adapter
-        on this kind of CPU (a 40-token continuation evaluated in steps of each size, the
-        logits compared bit for bit): ggml computes a position the same way in any step of
-        2 to 7 positions, and otherwise alone or from 8 up. llamafile's sgemm serves
-        products only from two positions up (the LoRA adapters' F16 products and the
-        attention's take another kernel alone), the tiled K-quant product takes over from
-        eight, and repacked weights group positions by four (they are off while drafting,
-        see ``_load``). Speculative decoding therefore evaluates 2 to 7 positions every
-        step (a guess where no draft was found), and answers the same whatever was
-        drafted; not always as one position a step (``--speculative off``) would. With GPU
-        offload, other kernels (not measured)."""
-        return 2, min(7, 1 + self.options.drafting.max_length)
+        """The step sizes in which this build computes a position alike
+        (``measure_step_span``, at load, once per model and adapters). llama-cpp-python
+        as pip builds it from PyPI's source, on this kind of CPU: 2 to 7 for the default
+        model (llamafile's sgemm serves its Q5_0, Q8_0 and F16 products from two positions
+        up and sums otherwise than the kernel of one; from eight another kernel takes
+        over), 2 to 16 for the small model. A span from 2 makes a step with a draft hold
+        at least two positions (a guess where no draft was found), and a step whose tail
+        the episode never held evaluate its token alone (``_decode_speculative``): answers
+        are then the same whatever was drafted, and where nothing could be drafted they
+        cost what one position a step costs. Repacked weights group positions by four:
+        they are off while drafting (``_load``), so a step of one computes otherwise
+        than ``--speculative off``'s."""
+        assert self._span is not None, "measured at load where the single path drafts"
+        return self._span
+
+    def _measured_span(self, llm: Any, path: Path) -> tuple[int, int]:
+        """``measure_step_span`` on the model just loaded, once per model and adapters in
+        a process (each measurement costs a few dozen decode steps)."""
+        options = self.options
+        key = (str(path), tuple(map(str, options.lora)), options.lora_scale, options.n_gpu_layers)
+        with _SPANS_LOCK:
+            if key not in _SPANS:
+                _SPANS[key] = measure_step_span(llm, 1 + options.drafting.max_length)
+                log.info("draft checks: steps of %d to %d positions compute alike", *_SPANS[key])
+            return _SPANS[key]
 
     def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
         """One ``llama_decode`` of ``tokens`` after the live ones, with logits for each
