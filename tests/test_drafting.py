@@ -8,10 +8,15 @@ from aw_mcp.engines.drafting import AnswerMemory, ContextDrafter, DraftSettings
 
 
 def test_the_draft_is_what_followed_the_tail_before():
-    drafter = ContextDrafter([1, 2, 3, 4, 5, 6, 9, 1, 2, 3])
-    assert drafter.draft() == [4, 5, 6, 9]  # start_length 4
-    assert drafter.draft(limit=2) == [4, 5]
+    drafter = ContextDrafter([1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5])
+    assert drafter.draft() == [6, 7, 8, 9]  # start_length 4
+    assert drafter.draft(limit=2) == [6, 7]
     assert drafter.draft(limit=0) == []
+
+
+def test_a_short_match_drafts_no_more_tokens_than_it_had_less_one():
+    assert ContextDrafter([1, 2, 3, 4, 5, 6, 9, 1, 2, 3]).draft() == [4, 5]  # 3 matched
+    assert ContextDrafter([1, 2, 3, 4, 5, 6, 9, 2, 3]).draft() == [4]  # 2 matched
 
 
 def test_the_longest_tail_wins_over_a_more_recent_shorter_one():
@@ -31,7 +36,7 @@ def test_a_tail_shorter_than_min_match_drafts_nothing():
     drafter = ContextDrafter([1, 2, 9, 2], DraftSettings(min_match=2))
     assert drafter.match() is None  # only "2" occurred before, one token
     assert drafter.draft() == []
-    assert ContextDrafter([1, 2, 9, 2], DraftSettings(min_match=1)).draft() == [9, 2]
+    assert ContextDrafter([1, 2, 9, 2], DraftSettings(min_match=1)).draft() == [9]
 
 
 def test_a_draft_may_run_into_the_tail_itself_but_not_past_the_sequence():
@@ -43,11 +48,11 @@ def test_appended_output_is_drafted_from_too():
     drafter = ContextDrafter([10, 11, 12, 13, 14])
     for token in [99, 10, 11]:
         drafter.append(token)
-    assert drafter.draft() == [12, 13, 14, 99]
+    assert drafter.draft() == [12]  # "10 11" matched: one token
     drafter.extend(list(range(1000, 1600)))  # grows past its first buffer
     drafter.extend([10, 11])
     assert len(drafter) == 610
-    assert drafter.draft(limit=3) == [1000, 1001, 1002]  # "99 10 11", the output's own copy
+    assert drafter.draft(limit=3) == [1000]  # the output's "10 11", the most recent
 
 
 def test_the_length_grows_on_full_acceptance_and_shrinks_on_rejection():
@@ -70,14 +75,14 @@ def test_the_length_grows_on_full_acceptance_and_shrinks_on_rejection():
 def test_rejected_first_tokens_raise_the_match_needed_until_a_draft_is_taken_whole():
     settings = DraftSettings(min_match=2, max_min_match=4)
     drafter = ContextDrafter([1, 2, 3, 9, 2, 3], settings)
-    assert drafter.draft() == [9, 2, 3]
+    assert drafter.draft() == [9]
     for _ in range(5):
         drafter.feedback(1, 0)
     assert drafter.min_match == 4
     assert drafter.draft() == []  # "2 3" is too short a match now
     drafter.feedback(2, 2)
     assert drafter.min_match == 2
-    assert drafter.draft() == [9, 2]
+    assert drafter.draft() == [9]
 
 
 def test_settings_are_checked():
@@ -101,10 +106,10 @@ def test_an_answer_to_the_same_call_in_another_episode_is_drafted():
     # Another episode's call ended "... 40 41" and was answered 50 51 52 53 54.
     memory = _memory(([1, 2, 3, 40, 41], [50, 51, 52, 53, 54]), memory_lead=3)
     assert memory.tokens().tolist() == [3, 40, 41, 50, 51, 52, 53, 54, -1]
-    drafter = ContextDrafter([7, 8, 40, 41, 50], answers=memory.tokens())
-    assert drafter.draft() == [51, 52, 53, 54]
+    drafter = ContextDrafter([7, 3, 40, 41, 50], answers=memory.tokens())
+    assert drafter.draft() == [51, 52, 53]  # "3 40 41 50" matched
     # Without the memory the context has nothing to draft from.
-    assert ContextDrafter([7, 8, 40, 41, 50]).draft() == []
+    assert ContextDrafter([7, 3, 40, 41, 50]).draft() == []
 
 
 def test_a_draft_from_the_memory_stops_at_the_end_of_its_answer():
@@ -122,12 +127,37 @@ def test_the_own_context_wins_a_tie_and_the_memory_a_longer_match():
     assert longer.draft(limit=1) == [4]
 
 
-def test_a_guess_falls_back_to_the_memory():
+def test_a_guess_is_what_followed_in_the_episode_not_in_the_memory():
     memory = _memory(([5], [6, 7]), memory_lead=1)
-    drafter = ContextDrafter([1, 2, 6], answers=memory.tokens())
-    assert drafter.guess() == 7
-    assert ContextDrafter([1, 2, 6]).guess() == 6  # the last token itself
-    assert ContextDrafter([6, 3, 6], answers=memory.tokens()).guess() == 3  # context first
+    assert ContextDrafter([1, 2, 6], answers=memory.tokens()).guess() is None
+    assert ContextDrafter([6, 3, 6], answers=memory.tokens()).guess() == 3
+
+
+def test_a_tail_is_seen_before_in_the_episodes_own_tokens_only():
+    assert not ContextDrafter([1, 2, 3, 4]).seen_before()
+    assert not ContextDrafter([1, 2, 3, 1]).seen_before()  # one token is not a tail of two
+    assert ContextDrafter([1, 2, 3, 1, 2]).seen_before()
+    assert not ContextDrafter([1, 2]).seen_before()
+    # Not in the memory: another episode's answers do not change how this one is computed.
+    memory = _memory(([5], [6, 7]), memory_lead=1)
+    assert not ContextDrafter([0, 6, 7], answers=memory.tokens()).seen_before()
+    # A guess taken extends a tail seen before.
+    drafter = ContextDrafter([4, 6, 8, 0, 9, 6])
+    guess = drafter.guess()
+    assert guess == 8
+    drafter.append(guess)
+    assert drafter.seen_before()
+    assert ContextDrafter([1, 2, 6]).guess() is None  # a 6 never occurred before
+
+
+def test_with_own_tails_a_draft_from_the_memory_stops_where_the_episode_never_was():
+    memory = _memory(([7, 8, 9, 1, 2], [3, 4, 5, 6]), memory_lead=5)
+    # The memory drafts 3 4 5 6 after "7 8 9 1 2"; the episode held "2 3" and "3 4", never
+    # "4 5".
+    context = [2, 3, 4, 0, 7, 8, 9, 1, 2]
+    assert ContextDrafter(context, answers=memory.tokens()).draft() == [3, 4, 5, 6]
+    own = ContextDrafter(context, answers=memory.tokens(), own_tails=True)
+    assert own.draft() == [3, 4]
 
 
 def test_the_memory_keeps_the_newest_answers_within_its_budget():
@@ -152,6 +182,6 @@ def test_no_memory_is_kept_with_a_zero_budget_or_drafted_without_context_drafts(
     assert len(_memory(([1], [2, 3]), memory_tokens=0)) == 0
     memory = _memory(([1, 2], [3, 4]))
     guesses_only = ContextDrafter([9, 1, 2], DraftSettings(from_context=False), memory.tokens())
-    assert guesses_only.draft() == [] and guesses_only.guess() == 2
+    assert guesses_only.draft() == [] and guesses_only.guess() is None
     with pytest.raises(ValueError):
         DraftSettings(memory_tokens=-1)

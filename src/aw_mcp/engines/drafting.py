@@ -12,7 +12,9 @@ chosen anyway. A draft never changes the output, only how many model calls it ta
 - The match: the longest tail of the sequence (at least ``min_match``, at most
   ``max_match`` tokens) that occurred before; of equally long ones the most recent. A long
   tail locks onto the passage being copied, where a short one would pick any ``\\n``.
-- The draft: what followed that occurrence, at most ``length`` tokens.
+- The draft: what followed that occurrence, at most ``length`` tokens, and no more than
+  the match had, less one: a tail of two that occurred before drafts one token (on a CPU
+  a drafted token that misses costs part of a step, and short matches miss most).
 - ``length`` adapts to what the model accepts (``feedback``): doubled after a draft taken
   whole (up to ``max_length``), cut to one more than the accepted part after a rejection.
   After a draft rejected at its first token the match needed grows by one (a stretch of
@@ -20,9 +22,13 @@ chosen anyway. A draft never changes the output, only how many model calls it ta
   taken whole. On a CPU every drafted token costs part of a decode step, so a draft that
   misses is not free there.
 - ``guess``: one token to evaluate when a backend must check at least one drafted token
-  per step (llama.cpp: see ``LlamaCppEngine._draft_span``) and no draft was found: what
-  followed the last token where it occurred before, else the last token again. Guesses do
-  not size the drafts.
+  in a step that checks drafts (llama.cpp built from PyPI's source: see
+  ``LlamaCppEngine._draft_span``) and no draft was found: what followed the last token
+  where it occurred before. Guesses do not size the drafts.
+- ``seen_before``: whether the tail occurred before at all (drafts or none). Where it did
+  not, no draft can be found, and such a backend evaluates the token alone: with drafts
+  and without, the same steps are one position, so answers do not depend on the drafts,
+  and an answer with nothing to copy decodes as without drafts.
 
 ``AnswerMemory`` adds a second place to look: the engine's recent answers to other
 episodes, each kept with the end of the prompt it answered (the call). RL rollouts and
@@ -78,8 +84,14 @@ class ContextDrafter:
         context: Sequence[int],
         settings: DraftSettings | None = None,
         answers: np.ndarray | None = None,
+        own_tails: bool = False,
     ):
-        """``answers``: ``AnswerMemory.tokens()`` when drafting from other episodes' answers."""
+        """``answers``: ``AnswerMemory.tokens()`` when drafting from other episodes' answers.
+        ``own_tails``: for a backend that evaluates a token alone where its tail was not
+        seen before (``seen_before``): a draft from the memory stops before a token whose
+        tail the sequence itself never held, so that every drafted token the model takes
+        extends a tail seen before in the episode's own tokens."""
+        self.own_tails = own_tails
         self.settings = settings or DraftSettings()
         self._tokens = np.zeros(max(256, 2 * len(context)), dtype=np.int64)
         self._n = 0
@@ -134,6 +146,22 @@ class ContextDrafter:
             return None
         return best
 
+    def seen_before(self) -> bool:
+        """Whether the sequence's last ``settings.min_match`` tokens occurred before in it
+        (never in the answer memory: another episode's answers must not change how this
+        one is computed). Where they did not, no draft from the sequence can be found; a
+        backend that needs a guess beside every token in a step that checks drafts
+        (``guess``) evaluates a step of one position there, with drafts and without
+        alike, so that answers still do not depend on the drafts: a drafted token (or a
+        guess) the model takes extends a tail that occurred before, so the step that
+        evaluated it is one where the tail was seen before without drafts too."""
+        n, seq = self._n, self.tokens
+        base = self.settings.min_match
+        if n < base + 1:
+            return False
+        found = _latest_longest(seq, seq[n - base :], np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+        return found is not None and found[1] >= base
+
     def draft(self, limit: int | None = None) -> list[int]:
         """The tokens that followed the tail's earlier occurrence: at most ``length`` (and
         ``limit``) of them; empty when the tail never occurred before."""
@@ -143,13 +171,37 @@ class ContextDrafter:
         found = self.match()
         if found is None:
             return []
-        tokens, start, _ = found
-        return _until_boundary(tokens[start : start + size])
+        tokens, start, matched = found
+        # A short match is a weak promise: no more tokens than it had, less one (a tail
+        # of two that occurred before drafts one token; a copy's long tail, the most).
+        size = min(size, max(1, matched - 1))
+        draft = _until_boundary(tokens[start : start + size])
+        if self.own_tails and tokens is not self.tokens:
+            draft = self._own_tails_only(draft)
+        return draft
 
-    def guess(self) -> int:
+    def _own_tails_only(self, draft: list[int]) -> list[int]:
+        """``draft`` up to its first token whose pair with the token before it (for a
+        ``min_match`` of 2; the last ``min_match`` tokens in general) the sequence, with
+        the draft's earlier tokens after it, never held before."""
+        base = self.settings.min_match
+        extended = np.concatenate([self.tokens, np.asarray(draft, dtype=np.int64)])
+        n = self._n
+        for i in range(len(draft)):
+            end = n + i + 1  # the sequence with draft[: i + 1] after it
+            seq = extended[:end]
+            found = _latest_longest(
+                seq, seq[end - base :], np.flatnonzero(seq[: end - 1] == seq[end - 1])
+            )
+            if found is None or found[1] < base:
+                return draft[:i]
+        return draft
+
+    def guess(self) -> int | None:
         """One likely next token, for a step that must check a draft when ``draft`` found
-        none: what followed the last token's most recent earlier occurrence (in the
-        sequence, else in the answer memory), else the last token itself.
+        none: what followed the last token's most recent earlier occurrence in the
+        sequence, drafts or none; None where it never occurred before. Taken, it extends a
+        tail seen before (``seen_before``).
 
         Chosen by measurement (offline, on the answers of closed-loop evaluations of the
         mirrored servers: 62k tokens, 13.7k of them with no draft at the starting match
@@ -157,16 +209,8 @@ class ContextDrafter:
         of the last 1, 2 or 3 tokens 21.0%. A step of two positions
         costs ~1.3x one on a CPU, so guesses about break even there."""
         n, seq = self._n, self._tokens
-        last = int(seq[n - 1])
-        if self.settings.from_context:
-            ends = np.flatnonzero(seq[: n - 1] == last)
-            if ends.size:
-                return int(seq[ends[-1] + 1])
-            if self._answers is not None:
-                ends = _followed_occurrences(self._answers, last)
-                if ends.size:
-                    return int(self._answers[ends[-1] + 1])
-        return last
+        ends = np.flatnonzero(seq[: n - 1] == seq[n - 1])
+        return int(seq[ends[-1] + 1]) if ends.size else None
 
     def feedback(self, drafted: int, accepted: int) -> None:
         """A draft of ``drafted`` tokens was checked; the model chose the first ``accepted``

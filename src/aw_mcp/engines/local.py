@@ -353,8 +353,10 @@ class LocalEngine(ABC):
         the draft, their positions are already evaluated; at the first difference (or when
         generation ends) the rest of the draft leaves the live state and its KV cells
         (``_discard``), so the live state is always the prompt and the chosen tokens."""
-        drafter = ContextDrafter(tokens, self.options.drafting, self.answers.tokens())
         fewest, most = self._draft_span()
+        drafter = ContextDrafter(
+            tokens, self.options.drafting, self.answers.tokens(), own_tails=fewest > 1
+        )
         n_live = len(tokens)  # positions in the live state that hold prompt or chosen tokens
         rows = self._logits()[np.newaxis]  # the prompt's last row: nothing drafted yet
         draft: list[int] = []  # evaluated after n_live, not yet chosen
@@ -374,14 +376,22 @@ class LocalEngine(ABC):
                 guesses_taken += max(0, accepted - drafted)
                 if token is None:
                     break
+                seen = drafter.seen_before()  # the drafter's tail ends with ``token``
                 room = min(decoding.draft_room(n_live, self.context_window), most - 1)
+                if fewest > 1 and not seen:  # a step of one (below): not even the memory's
+                    room = 0
                 draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
                 drafted = len(draft)
-                # Up to ``fewest`` positions where the context has room (the last chosen
-                # token's cell is reused by the next call, so it counts too).
+                # A backend that computes a step of one otherwise than a step of several
+                # (``fewest`` 2) evaluates a token whose tail the episode never held before
+                # alone (no draft can be found there), and any other with at least one
+                # more position where the context has room (the last chosen token's cell
+                # is reused by the next call, so it counts too): a guess, what followed
+                # the token where it occurred before. Which steps are one position is
+                # then the same with drafts and without (``ContextDrafter.seen_before``).
                 short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
-                if short > 0:
-                    draft += [drafter.guess()] * short
+                if short > 0 and seen and (guess := drafter.guess()) is not None:
+                    draft += [guess] * short
                     guesses += short
                 rows = self._evaluate_all([token, *draft])
                 n_live += 1
