@@ -4,12 +4,14 @@ Every row runs the same calls through llama.cpp engines side by side in one run,
 interleaved call by call (so load changes hit all alike):
 
 - off:          one token per model call (today's serving default)
-- on:           drafts from the episode's own context, 2 to 7 positions checked per model
-                call (llama.cpp: ``LlamaCppEngine._draft_span``; a guess where no draft
-                was found)
-- on, guesses:  the same steps with no drafts from the context, only the guesses that
-                fill a step to 2 positions: what checking costs by itself, and the
-                reference "on" must answer as, byte for byte (drafts change no answer)
+- on:           drafts from the episode's own context, checked in steps of the sizes the
+                build computes alike (llama.cpp: ``LlamaCppEngine._draft_span``, measured
+                at load: 1 to 7 as README builds it, else 2 to k with a guess where no
+                draft was found)
+- on, guesses:  the same steps with no drafts from the context (only the guesses that
+                fill a step to 2 positions where the span starts at 2): what checking
+                costs by itself, and the reference "on" must answer as, byte for byte
+                (drafts change no answer); where the span starts at 1, off's steps
 
 Rows:
 - copy-heavy calls, one episode each: a ``cat`` of a 40-line file shown in an earlier
@@ -37,7 +39,8 @@ For each: seconds per call (median), tokens/s (completion tokens over the engine
 generation seconds, all calls; the concurrent row: over the wall time of all episodes),
 the acceptance rate (drafted tokens the model chose too, and guesses), whether ``on``
 wrote the same text as ``on, guesses`` for every call (it must), and how many of its
-texts equal ``off``'s (other numerics: near-ties may go the other way).
+texts equal ``off``'s (all of them where the span starts at 1; otherwise other numerics,
+and near-ties may go the other way).
 Targets (issue 47): copy-heavy >= 1.5x faster, free-form no slower than 5%.
 
 docs/engines.md has the table. Run:
@@ -320,9 +323,11 @@ async def main() -> None:
     common = {mode: e for mode, e in engines.items() if mode not in ROLLOUT_ONLY}
     for engine in engines.values():
         engine.load_now()
+    span = engines["on"]._draft_span() if engines["on"]._checks_drafts() else None
     print(
         f"{args.engine}: model {args.model}, {args.threads} thread(s), max_tokens "
         f"{args.max_tokens}, batch slots {args.batch_slots}"
+        + (f", draft checks of {span[0]} to {span[1]} positions" if span else "")
     )
 
     rows = [

@@ -82,11 +82,11 @@ class LocalSettings(Section):
     speculative: OnOff = Field(
         default="on",
         description="speculative decoding with drafts from the episode's own context "
-        "(prompt lookup), checked several tokens per model call: copying answers about 2x "
-        "faster on llama.cpp, a 30-call session 1.9x, 16 batched episodes 1.4x; greedy "
-        "decoding (temperature 0) only; one episode at a time, answers are the same whatever "
-        "is drafted, but on llama.cpp not always those of off, which evaluates one position "
-        "a step (docs/engines.md)",
+        "(prompt lookup), checked several tokens per model call: copying answers 1.5-1.8x "
+        "faster on llama.cpp, a 30-call session 1.6x, free-form answers as fast as off; "
+        "greedy decoding (temperature 0) only; one episode at a time, answers are the same "
+        "whatever is drafted, but on llama.cpp not always those of off, whose steps compute "
+        "otherwise (docs/engines.md)",
         json_schema_extra=flag(ENGINE),
     )
 
