@@ -176,7 +176,7 @@ class ContextDrafter:
         # of two that occurred before drafts one token; a copy's long tail, the most).
         size = min(size, max(1, matched - 1))
         draft = _until_boundary(tokens[start : start + size])
-        if self.own_tails and tokens is not self.tokens:
+        if self.own_tails and tokens is self._answers:  # the memory's: cut to own tails
             draft = self._own_tails_only(draft)
         return draft
 
