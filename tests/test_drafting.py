@@ -134,17 +134,20 @@ def test_a_guess_is_what_followed_in_the_episode_not_in_the_memory():
 
 
 def test_a_tail_is_seen_before_in_the_episodes_own_tokens_only():
-    assert not ContextDrafter([1, 2, 3, 4]).seen_before()
-    assert not ContextDrafter([1, 2, 3, 1]).seen_before()  # one token is not a tail of two
-    assert ContextDrafter([1, 2, 3, 1, 2]).seen_before()
-    assert not ContextDrafter([1, 2]).seen_before()
+    two = DraftSettings(step_tail=2)
+    assert not ContextDrafter([1, 2, 3, 4], two).seen_before()
+    assert not ContextDrafter([1, 2, 3, 1], two).seen_before()  # one token is not a tail of two
+    assert ContextDrafter([1, 2, 3, 1, 2], two).seen_before()
+    assert not ContextDrafter([1, 2, 3, 1, 2]).seen_before()  # a tail of three (the default)
+    assert ContextDrafter([1, 2, 3, 0, 1, 2, 3]).seen_before()
+    assert not ContextDrafter([1, 2], two).seen_before()
     # Not in the memory: another episode's answers do not change how this one is computed.
     memory = _memory(([5], [6, 7]), memory_lead=1)
-    assert not ContextDrafter([0, 6, 7], answers=memory.tokens()).seen_before()
-    # A guess taken extends a tail seen before.
-    drafter = ContextDrafter([4, 6, 8, 0, 9, 6])
+    assert not ContextDrafter([0, 6, 7], two, answers=memory.tokens()).seen_before()
+    # A guess taken extends the longest tail seen before: "5 6" -> 7, not the latest "6" -> 8.
+    drafter = ContextDrafter([4, 5, 6, 7, 0, 6, 8, 0, 4, 5, 6])
     guess = drafter.guess()
-    assert guess == 8
+    assert guess == 7
     drafter.append(guess)
     assert drafter.seen_before()
     assert ContextDrafter([1, 2, 6]).guess() is None  # a 6 never occurred before
@@ -152,9 +155,9 @@ def test_a_tail_is_seen_before_in_the_episodes_own_tokens_only():
 
 def test_with_own_tails_a_draft_from_the_memory_stops_where_the_episode_never_was():
     memory = _memory(([7, 8, 9, 1, 2], [3, 4, 5, 6]), memory_lead=5)
-    # The memory drafts 3 4 5 6 after "7 8 9 1 2"; the episode held "2 3" and "3 4", never
-    # "4 5".
-    context = [2, 3, 4, 0, 7, 8, 9, 1, 2]
+    # The memory drafts 3 4 5 6 after "7 8 9 1 2"; the episode held "1 2 3" and "2 3 4",
+    # never "3 4 5".
+    context = [1, 2, 3, 4, 0, 7, 8, 9, 1, 2]
     assert ContextDrafter(context, answers=memory.tokens()).draft() == [3, 4, 5, 6]
     own = ContextDrafter(context, answers=memory.tokens(), own_tails=True)
     assert own.draft() == [3, 4]

@@ -383,11 +383,11 @@ class LocalEngine(ABC):
                 draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
                 drafted = len(draft)
                 # A backend that computes a step of one otherwise than a step of several
-                # (``fewest`` 2) evaluates a token whose tail the episode never held before
-                # alone (no draft can be found there), and any other with at least one
+                # (``fewest`` 2) evaluates a token whose tail (``step_tail``) the episode
+                # never held before alone, undrafted, and any other with at least one
                 # more position where the context has room (the last chosen token's cell
                 # is reused by the next call, so it counts too): a guess, what followed
-                # the token where it occurred before. Which steps are one position is
+                # the longest tail where it occurred before. Which steps are one position is
                 # then the same with drafts and without (``ContextDrafter.seen_before``).
                 short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
                 if short > 0 and seen and (guess := drafter.guess()) is not None:
