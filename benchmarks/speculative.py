@@ -9,7 +9,8 @@ interleaved call by call (so load changes hit all alike):
                 at load: 1 to 7 as README builds it, else 2 to k with a guess where no
                 draft was found)
 - on, guesses:  the same steps with no drafts from the context (only the guesses that
-                fill a step to 2 positions where the span starts at 2): what checking
+                fill a step to 2 positions where the span starts at 2 and the tail was
+                seen before): what checking
                 costs by itself, and the reference "on" must answer as, byte for byte
                 (drafts change no answer); where the span starts at 1, off's steps
 

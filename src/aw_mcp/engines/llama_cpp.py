@@ -111,7 +111,7 @@ def _model_params(use_extra_bufts: bool) -> Iterator[None]:
 
 
 # Step spans measured in this process (``measure_step_span``), by model file, adapters,
-# their scale and GPU layers.
+# their scale, GPU layers and flash attention.
 _SPANS: dict[tuple[Any, ...], tuple[int, int]] = {}
 _SPANS_LOCK = threading.Lock()
 # What the measurement evaluates: any text does (a kernel is chosen by the step's size and
@@ -357,7 +357,13 @@ class LlamaCppEngine(LocalEngine):
         """``measure_step_span`` on the model just loaded, once per model and adapters in
         a process (each measurement costs a few dozen decode steps)."""
         options = self.options
-        key = (str(path), tuple(map(str, options.lora)), options.lora_scale, options.n_gpu_layers)
+        key = (
+            str(path),
+            tuple(map(str, options.lora)),
+            options.lora_scale,
+            options.n_gpu_layers,
+            options.flash_attn,  # another attention kernel
+        )
         with _SPANS_LOCK:
             if key not in _SPANS:
                 _SPANS[key] = measure_step_span(llm, 1 + options.drafting.max_length)

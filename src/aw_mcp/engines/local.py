@@ -376,9 +376,10 @@ class LocalEngine(ABC):
                 guesses_taken += max(0, accepted - drafted)
                 if token is None:
                     break
-                seen = drafter.seen_before()  # the drafter's tail ends with ``token``
+                # The drafter's tail ends with ``token``; only a span from 2 asks.
+                seen = fewest == 1 or drafter.seen_before()
                 room = min(decoding.draft_room(n_live, self.context_window), most - 1)
-                if fewest > 1 and not seen:  # a step of one (below): not even the memory's
+                if not seen:  # a step of one (below): not even the memory's
                     room = 0
                 draft = decoding.usable_draft(drafter.draft(room)) if room > 0 else []
                 drafted = len(draft)

@@ -82,8 +82,8 @@ class LocalSettings(Section):
     speculative: OnOff = Field(
         default="on",
         description="speculative decoding with drafts from the episode's own context "
-        "(prompt lookup), checked several tokens per model call: copying answers 1.5-1.8x "
-        "faster on llama.cpp, a 30-call session 1.6x, free-form answers about as fast as off; "
+        "(prompt lookup), checked several tokens per model call: copying answers about "
+        "1.5x faster on llama.cpp, a 30-call session 1.6x, free-form answers about as fast as off; "
         "greedy decoding (temperature 0) only; one episode at a time, answers are the same "
         "whatever is drafted, but on llama.cpp not always those of off, whose steps compute "
         "otherwise (docs/engines.md)",
