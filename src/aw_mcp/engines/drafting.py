@@ -138,11 +138,10 @@ class ContextDrafter:
         n, seq = self._n, self.tokens
         if n < self.min_match + 1:
             return None
-        tail = seq[n - min(self.settings.max_match, n - 1) :]
-        # Never the tail itself: its last token's earlier occurrences only.
-        own = _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+        own = _earlier_occurrence(seq, self.settings.max_match)
         best = None if own is None else (seq, *own)
         if self._answers is not None:
+            tail = seq[n - min(self.settings.max_match, n - 1) :]
             ends = _followed_occurrences(self._answers, int(seq[n - 1]))
             other = _latest_longest(self._answers, tail, ends)
             if other is not None and (best is None or other[1] > best[2]):
@@ -160,12 +159,7 @@ class ContextDrafter:
         alike, so that answers still do not depend on the drafts: a drafted token (or a
         guess) the model takes extends a tail that occurred before, so the step that
         evaluated it is one where the tail was seen before without drafts too."""
-        n, seq = self._n, self.tokens
-        base = self.settings.step_tail
-        if n < base + 1:
-            return False
-        found = _latest_longest(seq, seq[n - base :], np.flatnonzero(seq[: n - 1] == seq[n - 1]))
-        return found is not None and found[1] >= base
+        return _tail_held_before(self.tokens, self.settings.step_tail)
 
     def draft(self, limit: int | None = None) -> list[int]:
         """The tokens that followed the tail's earlier occurrence: at most ``length`` (and
@@ -188,16 +182,10 @@ class ContextDrafter:
     def _own_tails_only(self, draft: list[int]) -> list[int]:
         """``draft`` up to its first token whose tail (the last ``step_tail`` tokens) the
         sequence, with the draft's earlier tokens after it, never held before."""
-        base = self.settings.step_tail
         extended = np.concatenate([self.tokens, np.asarray(draft, dtype=np.int64)])
-        n = self._n
         for i in range(len(draft)):
-            end = n + i + 1  # the sequence with draft[: i + 1] after it
-            seq = extended[:end]
-            found = _latest_longest(
-                seq, seq[end - base :], np.flatnonzero(seq[: end - 1] == seq[end - 1])
-            )
-            if found is None or found[1] < base:
+            # The sequence with draft[: i + 1] after it.
+            if not _tail_held_before(extended[: self._n + i + 1], self.settings.step_tail):
                 return draft[:i]
         return draft
 
@@ -212,10 +200,8 @@ class ContextDrafter:
         of them with no draft at the starting match length) the next token 23.8% of the
         time; the longest tail's follower is what keeps a taken guess on a tail seen
         before, which step sizes need."""
-        n, seq = self._n, self.tokens
-        tail = seq[n - min(self.settings.max_match, n - 1) :] if n > 1 else seq
-        found = _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
-        return None if found is None else int(seq[found[0]])
+        found = _earlier_occurrence(self.tokens, self.settings.max_match)
+        return None if found is None else int(self.tokens[found[0]])
 
     def feedback(self, drafted: int, accepted: int) -> None:
         """A draft of ``drafted`` tokens was checked; the model chose the first ``accepted``
@@ -263,6 +249,25 @@ def _latest_longest(
         ends = ends[keep]
         length += 1
     return int(ends[-1]) + 1, length
+
+
+def _earlier_occurrence(seq: np.ndarray, longest: int) -> tuple[int, int] | None:
+    """Where the longest suffix (of at most ``longest`` tokens) of ``seq`` occurred earlier
+    in it, never the tail itself: (the position after the latest such occurrence, the
+    suffix's length); None where its last token never occurred before."""
+    n = len(seq)
+    if n < 2:
+        return None
+    tail = seq[n - min(longest, n - 1) :]
+    return _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+
+
+def _tail_held_before(seq: np.ndarray, length: int) -> bool:
+    """Whether the last ``length`` tokens of ``seq`` occurred earlier in it."""
+    if len(seq) < length + 1:
+        return False
+    found = _earlier_occurrence(seq, length)
+    return found is not None and found[1] >= length
 
 
 def _until_boundary(tokens: np.ndarray) -> list[int]:

@@ -119,6 +119,21 @@ _SPANS_LOCK = threading.Lock()
 _PROBE_TEXT = b"$ ls -la\ntotal 12\n-rw-r--r-- 1 user user 120 Nov 30 12:00 README.md\n" * 4
 
 
+def decode_with_logits(llm: Any, tokens: Sequence[int]) -> np.ndarray:
+    """One ``llama_decode`` of ``tokens`` after ``llm``'s live ones (cells after them
+    dropped first), with the logits of every position; they become live."""
+    import llama_cpp
+
+    n_past = llm.n_tokens
+    llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+    llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+    llm._ctx.decode(llm._batch)
+    llm.input_ids[n_past : n_past + len(tokens)] = tokens
+    llm.n_tokens = n_past + len(tokens)
+    pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
+    return np.ctypeslib.as_array(pointer, shape=(len(tokens), llm.n_vocab())).copy()
+
+
 def measure_step_span(llm: Any, longest: int) -> tuple[int, int]:
     """The sizes of a step (positions evaluated in one ``llama_decode``) in which this
     build and model compute a position exactly alike, bit for bit, as (fewest, most):
@@ -131,8 +146,6 @@ def measure_step_span(llm: Any, longest: int) -> tuple[int, int]:
     to depend on the drafts. Measured on the live context, which it leaves empty: the
     logits of a continuation evaluated one position a step, two a step, then in one step
     of each size upward until one differs."""
-    import llama_cpp
-
     tokens = llm.tokenize(_PROBE_TEXT, add_bos=False)
     prefix, continuation = tokens[:8], tokens[8 : 8 + longest]
     longest = min(longest, len(continuation))
@@ -140,17 +153,11 @@ def measure_step_span(llm: Any, longest: int) -> tuple[int, int]:
     def logits(step: int, count: int) -> np.ndarray:
         """The logits after each of the first ``count`` continuation tokens, evaluated
         ``step`` positions a step after the prefix."""
-        llm._ctx.kv_cache_seq_rm(-1, len(prefix), -1)
         llm.n_tokens = len(prefix)
-        rows = []
-        for start in range(0, count, step):
-            chunk = continuation[start : min(start + step, count)]
-            n_past = llm.n_tokens
-            llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
-            llm._ctx.decode(llm._batch)
-            llm.n_tokens = n_past + len(chunk)
-            pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
-            rows.append(np.ctypeslib.as_array(pointer, shape=(len(chunk), llm.n_vocab())).copy())
+        rows = [
+            decode_with_logits(llm, continuation[start : min(start + step, count)])
+            for start in range(0, count, step)
+        ]
         return np.concatenate(rows).view(np.uint32)  # compared bit for bit
 
     def span(count: int) -> tuple[int, int]:
@@ -373,19 +380,11 @@ class LlamaCppEngine(LocalEngine):
     def _evaluate_all(self, tokens: list[int]) -> np.ndarray:
         """One ``llama_decode`` of ``tokens`` after the live ones, with logits for each
         (``Llama.eval`` keeps only the last position's)."""
-        import llama_cpp
-
-        llm = self._llm
-        if len(tokens) > llm.n_batch:
-            raise EngineError(f"{len(tokens)} tokens in one step is over n_batch {llm.n_batch}")
-        n_past = llm.n_tokens
-        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
-        llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
-        llm._ctx.decode(llm._batch)
-        llm.input_ids[n_past : n_past + len(tokens)] = tokens
-        llm.n_tokens = n_past + len(tokens)
-        pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
-        return np.ctypeslib.as_array(pointer, shape=(len(tokens), llm.n_vocab())).copy()
+        if len(tokens) > self._llm.n_batch:
+            raise EngineError(
+                f"{len(tokens)} tokens in one step is over n_batch {self._llm.n_batch}"
+            )
+        return decode_with_logits(self._llm, tokens)
 
     def _discard(self, n: int) -> None:
         llm = self._llm
