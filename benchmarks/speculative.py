@@ -6,8 +6,9 @@ interleaved call by call (so load changes hit all alike):
 - off:          one token per model call (today's serving default)
 - on:           drafts from the episode's own context, checked in steps of the sizes the
                 build computes alike (llama.cpp: ``LlamaCppEngine._draft_span``, measured
-                at load: 1 to 7 as README builds it, else 2 to k with a guess where no
-                draft was found)
+                at load: 2 to 7 for the default model as pip builds llama.cpp here, a
+                guess where no draft was found; 1 to k where a build computes a step of
+                one as it computes several)
 - on, guesses:  the same steps with no drafts from the context (only the guesses that
                 fill a step to 2 positions where the span starts at 2 and the tail was
                 seen before): what checking
