@@ -219,12 +219,12 @@ async def test_episodes_switching_keep_identical_answers(engines):
 
 
 @pytest.mark.anyio
-async def test_another_episodes_answer_to_the_same_call_is_drafted(engines):
+async def test_the_same_call_in_another_episode_answers_alike_drafted_from_the_first(engines):
     """A free-form answer has nothing to copy from its own context; the same call in a
     second episode (a rollout run again) answers the same, byte for byte, as the first and
     as the reference. Where the span starts at one it is drafted from the first episode's
-    answer (``AnswerMemory``); from two, the memory drafts only what extends the episode's
-    own tails (tests/test_drafting.py), so here nothing of it. Both engines
+    answer (``AnswerMemory``), asserted here; from two, the memory drafts only what extends
+    the episode's own tails (held by tests/test_drafting.py), so only the answers are. Both engines
     take the same requests (where a prompt's evaluation starts depends on what each holds)."""
     request, _ = CASES["free-form"]
     texts: dict[str, list[str]] = {}

@@ -160,31 +160,28 @@ def measure_step_span(llm: Any, longest: int) -> tuple[int, int]:
         ]
         return np.concatenate(rows).view(np.uint32)  # compared bit for bit
 
-    def span(count: int) -> tuple[int, int]:
-        """(fewest, most) as measured on the first ``count`` continuation tokens."""
-        reference = logits(1, count)
-        fewest = 1
-        pairs = logits(2, count - count % 2)
-        if not np.array_equal(pairs, reference[: len(pairs)]):
-            fewest, reference = 2, pairs
-        most = 2
-        for size in range(3, count + 1):
-            if size > len(reference) or not np.array_equal(logits(size, size), reference[:size]):
-                break
-            most = size
-        return fewest, most
-
     try:
         if longest < 2:
             return 1, 1
         llm.reset()
         llm._ctx.kv_cache_clear()
         llm.eval(prefix)
-        # Up to 8 first (where CPU builds change kernels), further only if all of those agree.
-        found = span(min(longest, 8))
-        if found[1] == min(longest, 8) and longest > 8:
-            found = span(longest)
-        return found
+        # The reference up to 8 positions first (where CPU builds change kernels), the
+        # rest of the continuation only where every size up to 8 agrees.
+        first = min(longest, 8)
+        reference = logits(1, first)
+        fewest = 1
+        pairs = logits(2, first - first % 2)
+        if not np.array_equal(pairs, reference[: len(pairs)]):
+            fewest, reference = 2, pairs
+        most = 2
+        for size in range(3, longest + 1):
+            if size > len(reference) and len(reference) < longest - longest % fewest:
+                reference = logits(fewest, longest - longest % fewest)  # all up to 8 agree
+            if size > len(reference) or not np.array_equal(logits(size, size), reference[:size]):
+                break
+            most = size
+        return fewest, most
     finally:
         llm.reset()
         llm._ctx.kv_cache_clear()
