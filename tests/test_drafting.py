@@ -128,9 +128,16 @@ def test_the_own_context_wins_a_tie_and_the_memory_a_longer_match():
 
 
 def test_a_guess_is_what_followed_in_the_episode_not_in_the_memory():
-    memory = _memory(([5], [6, 7]), memory_lead=1)
-    assert ContextDrafter([1, 2, 6], answers=memory.tokens()).guess() is None
-    assert ContextDrafter([6, 3, 6], answers=memory.tokens()).guess() == 3
+    memory = _memory(([2, 1], [6, 7]), memory_lead=2)
+    assert ContextDrafter([2, 1, 6], answers=memory.tokens()).guess() is None
+    assert ContextDrafter([2, 1, 6, 3, 0, 2, 1, 6], answers=memory.tokens()).guess() == 3
+
+
+def test_a_guess_is_made_only_where_the_tail_was_seen_before():
+    # The last token occurred before, its tail of three (the default step_tail) did not:
+    # such a step is evaluated alone, with no guess beside it.
+    assert ContextDrafter([6, 3, 6]).guess() is None
+    assert ContextDrafter([6, 3, 6], DraftSettings(min_match=1, step_tail=1)).guess() == 3
 
 
 def test_a_tail_is_seen_before_in_the_episodes_own_tokens_only():

@@ -23,8 +23,9 @@ chosen anyway. A draft never changes the output, only how many model calls it ta
   misses is not free there.
 - ``guess``: one token to evaluate when a backend must check at least one drafted token
   in a step that checks drafts (llama.cpp built from PyPI's source: see
-  ``LlamaCppEngine._draft_span``) and no draft was found: what followed the last token
-  where it occurred before. Guesses do not size the drafts.
+  ``LlamaCppEngine._draft_span``) and no draft was found: what followed the sequence's
+  longest tail where it occurred before, where that tail was seen before (below). Guesses
+  do not size the drafts.
 - ``seen_before``: whether the tail occurred before at all (drafts or none). Where it did
   not, no draft can be found, and such a backend evaluates the token alone: with drafts
   and without, the same steps are one position, so answers do not depend on the drafts,
@@ -103,6 +104,8 @@ class ContextDrafter:
         self.extend(context)
         empty = answers is None or not answers.size or not self.settings.from_context
         self._answers = None if empty else answers
+        self._occurrence: tuple[int, int] | None = None  # ``_own_occurrence`` for ...
+        self._occurrence_at = -1  # ... a sequence of this many tokens
         self.length = self.settings.start_length  # tokens in the next draft
         self.min_match = self.settings.min_match  # tail tokens a match needs now
         # What drafting did, for counters and benchmarks.
@@ -138,12 +141,11 @@ class ContextDrafter:
         n, seq = self._n, self.tokens
         if n < self.min_match + 1:
             return None
-        own = _earlier_occurrence(seq, self.settings.max_match)
+        own = self._own_occurrence()
         best = None if own is None else (seq, *own)
         if self._answers is not None:
-            tail = seq[n - min(self.settings.max_match, n - 1) :]
             ends = _followed_occurrences(self._answers, int(seq[n - 1]))
-            other = _latest_longest(self._answers, tail, ends)
+            other = _latest_longest(self._answers, _tail(seq, self.settings.max_match), ends)
             if other is not None and (best is None or other[1] > best[2]):
                 best = (self._answers, *other)
         if best is None or best[2] < self.min_match:
@@ -159,7 +161,18 @@ class ContextDrafter:
         alike, so that answers still do not depend on the drafts: a drafted token (or a
         guess) the model takes extends a tail that occurred before, so the step that
         evaluated it is one where the tail was seen before without drafts too."""
-        return _tail_held_before(self.tokens, self.settings.step_tail)
+        found = self._own_occurrence()
+        return found is not None and found[1] >= self.settings.step_tail
+
+    def _own_occurrence(self) -> tuple[int, int] | None:
+        """``_earlier_occurrence`` of the sequence's tail of at most ``max_match`` tokens,
+        searched once for each length of the sequence: a step's ``match``, ``seen_before``
+        and ``guess`` read the same one (its length says whether the shorter tail of
+        ``seen_before`` occurred too)."""
+        if self._occurrence_at != self._n:
+            self._occurrence = _earlier_occurrence(self.tokens, self.settings.max_match)
+            self._occurrence_at = self._n
+        return self._occurrence
 
     def draft(self, limit: int | None = None) -> list[int]:
         """The tokens that followed the tail's earlier occurrence: at most ``length`` (and
@@ -192,16 +205,19 @@ class ContextDrafter:
     def guess(self) -> int | None:
         """One likely next token, for a step that must check a draft when ``draft`` found
         none: what followed the sequence's longest tail where it occurred before (the
-        most recent of equals), drafts or none; None where the last token never occurred
-        before. Taken, it extends a tail seen before (``seen_before``).
+        most recent of equals), drafts or none; None where the tail was not seen before
+        (``seen_before``: such a step is evaluated alone). Taken, it extends a tail seen
+        before.
 
         The follower of the last token's most recent occurrence was measured (offline, on
         the answers of closed-loop evaluations of the mirrored servers: 62k tokens, 13.7k
         of them with no draft at the starting match length) the next token 23.8% of the
         time; the longest tail's follower is what keeps a taken guess on a tail seen
         before, which step sizes need."""
-        found = _earlier_occurrence(self.tokens, self.settings.max_match)
-        return None if found is None else int(self.tokens[found[0]])
+        found = self._own_occurrence()
+        if found is None or found[1] < self.settings.step_tail:
+            return None
+        return int(self.tokens[found[0]])
 
     def feedback(self, drafted: int, accepted: int) -> None:
         """A draft of ``drafted`` tokens was checked; the model chose the first ``accepted``
@@ -258,8 +274,13 @@ def _earlier_occurrence(seq: np.ndarray, longest: int) -> tuple[int, int] | None
     n = len(seq)
     if n < 2:
         return None
-    tail = seq[n - min(longest, n - 1) :]
-    return _latest_longest(seq, tail, np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+    return _latest_longest(seq, _tail(seq, longest), np.flatnonzero(seq[: n - 1] == seq[n - 1]))
+
+
+def _tail(seq: np.ndarray, longest: int) -> np.ndarray:
+    """The last ``longest`` tokens of ``seq``, at most all but its first (what can have
+    occurred before)."""
+    return seq[len(seq) - min(longest, len(seq) - 1) :]
 
 
 def _tail_held_before(seq: np.ndarray, length: int) -> bool:

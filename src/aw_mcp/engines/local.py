@@ -376,8 +376,10 @@ class LocalEngine(ABC):
                 guesses_taken += max(0, accepted - drafted)
                 if token is None:
                     break
-                # The drafter's tail ends with ``token``; only a span from 2 asks.
-                seen = fewest == 1 or drafter.seen_before()
+                # The drafter's tail ends with ``token``. Only a span from 2 needs a guess,
+                # and one only where the tail was seen before (``seen_before``).
+                guess = drafter.guess() if fewest > 1 else None
+                seen = fewest == 1 or guess is not None
                 room = min(decoding.draft_room(n_live, self.context_window), most - 1)
                 if not seen:  # a step of one (below): not even the memory's
                     room = 0
@@ -391,7 +393,7 @@ class LocalEngine(ABC):
                 # the longest tail where it occurred before. Which steps are one position is
                 # then the same with drafts and without (``ContextDrafter.seen_before``).
                 short = min(fewest - 1 - drafted, self.context_window - n_live - 1 - drafted)
-                if short > 0 and seen and (guess := drafter.guess()) is not None:
+                if short > 0 and guess is not None:
                     draft += [guess] * short
                     guesses += short
                 rows = self._evaluate_all([token, *draft])
