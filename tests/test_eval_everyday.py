@@ -235,3 +235,51 @@ def test_real_embedded_model_through_the_command_line(tmp_path, capsys):
     assert [r["reference"] for r in rows] == ["ops\n[exit code: 0]", "/srv/app\n[exit code: 0]"]
     assert all(r["gen"].strip() and r["source"] == "model" for r in rows)
     assert "user: ops" in rows[0]["system_str"]  # the --world fact reached the prompt too
+
+
+def _project(path):
+    """A small git project: two commits, an ignored file, an untracked one."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+
+    (path / "sub").mkdir(parents=True)
+    (path / "a.txt").write_text("alpha\n")
+    (path / "sub" / "b.txt").write_text("beta\n")
+    (path / ".gitignore").write_text("secret.log\n")
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=T", "-c", "user.email=t@x", "add", "-A")
+    git("-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "first")
+    (path / "a.txt").write_text("alpha\nmore\n")
+    git("-c", "user.name=T", "-c", "user.email=t@x", "commit", "-qam", "second")
+    (path / "secret.log").write_text("token\n")
+    (path / "new.txt").write_text("untracked\n")
+
+
+@needs_sandbox
+def test_a_from_dir_worlds_real_side_runs_in_a_copy_of_its_directory(tmp_path):
+    """--real-dir: the directory itself, not the facts' sketch of it (which would build a
+    history file of its own and leave out every file listed by size only)."""
+    from aw_mcp.domain.world_from_dir import FromDirOptions, world_from_dir
+    from aw_mcp.evaluation.everyday import real_observations
+
+    project = tmp_path / "shop"
+    _project(project)
+    world = world_from_dir(FromDirOptions(path=project)).world
+    commands = ["pwd", "ls -A", "cat sub/b.txt a.txt", "git log --format=%s", "git status -s"]
+    assert real_observations(world, commands, source=project) == [
+        "/home/dev/shop\n[exit code: 0]",
+        ".git\n.gitignore\na.txt\nnew.txt\nsub\n[exit code: 0]",  # not the ignored secret.log
+        "beta\nalpha\nmore\n[exit code: 0]",
+        "second\nfirst\n[exit code: 0]",
+        "?? new.txt\n[exit code: 0]",
+    ]
+
+
+def test_a_real_dir_that_is_not_a_directory_is_a_clear_error(tmp_path):
+    from aw_mcp.errors import UserInputError
+    from aw_mcp.generation.worlds import from_world
+
+    with pytest.raises(UserInputError, match="is not a directory"):
+        from_world(load_domain("terminal").world, source=tmp_path / "missing")

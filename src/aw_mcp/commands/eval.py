@@ -410,6 +410,15 @@ def _add_everyday_parser(actions: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="your own session: one command per line ('#' starts a comment)",
     )
+    p.add_argument(
+        "--real-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the real commands in a copy of this directory (what git does not ignore, "
+        "and its .git) instead of in a machine built from the world's facts: for a --world "
+        "that 'aw-mcp world from-dir DIR' made, whose facts only sketch the directory",
+    )
     _run_options(p, jobs=None, unit="commands")
     add_settings_flags(p, ServeSettings, only_groups=(WHAT, ENGINE, TRANSFORMERS, OPENAI))
     p.set_defaults(handler=_everyday)
@@ -440,7 +449,9 @@ def _everyday(args: argparse.Namespace) -> int:
 
     async def main():
         try:
-            return await run_session(simulator, commands, args.output_dir, quiet=args.quiet)
+            return await run_session(
+                simulator, commands, args.output_dir, quiet=args.quiet, real_dir=args.real_dir
+            )
         finally:
             await simulator.engine.aclose()
 

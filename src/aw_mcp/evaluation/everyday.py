@@ -57,24 +57,29 @@ def same_answer(served: str, real: str) -> bool:
     return served.strip() == real.strip()
 
 
-def real_observations(world: WorldSpec, commands: Sequence[str]) -> list[str]:
-    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes.
-    Raises SandboxUnavailable where this machine cannot build the sandbox."""
-    with BashSandbox(world=from_world(world)) as shell:
+def real_observations(
+    world: WorldSpec, commands: Sequence[str], source: Path | None = None
+) -> list[str]:
+    """What bash prints for ``commands``, in one shell, on the machine ``world`` describes
+    (its working directory a copy of ``source`` where given: ``from_world``). Raises
+    SandboxUnavailable where this machine cannot build the sandbox."""
+    with BashSandbox(world=from_world(world, source)) as shell:
         return [observation_text(*shell.run(command)) for command in commands]
 
 
-def real_steps(world: WorldSpec, commands: Sequence[str]) -> list[tuple[str, StepState | None]]:
+def real_steps(
+    world: WorldSpec, commands: Sequence[str], source: Path | None = None
+) -> list[tuple[str, StepState | None]]:
     """:func:`real_observations`, each with what its command read and changed where strace
     can follow the shell (None where it cannot: the session is then scored without state)."""
     if shutil.which("strace") is not None:
         try:
-            with BashSandbox(world=from_world(world), trace_state=True) as shell:
+            with BashSandbox(world=from_world(world, source), trace_state=True) as shell:
                 traced = [shell.run_traced(command) for command in commands]
             return [(observation_text(output, code), step) for output, code, step in traced]
         except TraceUnavailable as exc:
             log.warning("%s; the session is scored without state", exc)
-    return [(observation, None) for observation in real_observations(world, commands)]
+    return [(observation, None) for observation in real_observations(world, commands, source)]
 
 
 def shell_tool(simulator: WorldSimulator) -> ServedTool:
@@ -89,10 +94,14 @@ def shell_tool(simulator: WorldSimulator) -> ServedTool:
 
 
 def real_session(
-    world: WorldSpec, commands: Sequence[str], domain: str, tool: str = TOOL
+    world: WorldSpec,
+    commands: Sequence[str],
+    domain: str,
+    tool: str = TOOL,
+    source: Path | None = None,
 ) -> RecordedEpisode:
     """The commands as a recorded real episode of ``domain``'s shell tool (``tool``: its
-    name on the wire)."""
+    name on the wire), run where ``real_steps`` runs them."""
     started = time.time()
     records = [
         CallRecord(
@@ -109,7 +118,7 @@ def real_session(
             state=state,
         )
         for index, (command, (observation, state)) in enumerate(
-            zip(commands, real_steps(world, commands), strict=True), start=1
+            zip(commands, real_steps(world, commands, source), strict=True), start=1
         )
     ]
     return RecordedEpisode(EPISODE_ID, domain, records)
@@ -136,8 +145,11 @@ async def run_session(
     commands: Sequence[str],
     output_dir: Path,
     quiet: bool = True,
+    real_dir: Path | None = None,
 ) -> list[Answer]:
-    """Serve ``commands`` as one fresh episode and compare each answer with real bash.
+    """Serve ``commands`` as one fresh episode and compare each answer with real bash, run
+    on the machine the served world describes, its working directory a copy of ``real_dir``
+    where given (the directory a `world from-dir` world was made of).
 
     Writes ``output_dir/predictions.jsonl`` and the real episode under ``output_dir/real/``
     (a record folder, as ``serve --record-dir`` writes). The folder must not hold predictions
@@ -148,7 +160,7 @@ async def run_session(
         raise OutputExistsError(
             f"{existing} already holds a session's predictions: choose a new --output-dir"
         )
-    episode = real_session(served.world, commands, served.domain.name, served.public_name)
+    episode = real_session(served.world, commands, served.domain.name, served.public_name, real_dir)
     keys = sample_keys(episode)
     real = RecordSink(output_dir / "real")
     real.path_for(EPISODE_ID).unlink(missing_ok=True)  # left by a session that failed to serve

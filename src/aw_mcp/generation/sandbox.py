@@ -333,6 +333,8 @@ class BashSandbox:
         (home / ".gitconfig").write_text(gitconfig_of(world))
         workdir = self._host_path(world.working_directory)
         workdir.mkdir(parents=True, exist_ok=True)
+        if world.source is not None:
+            copy_project(world.source, workdir)
         for name, content in world.files.items():
             target = workdir / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -489,6 +491,37 @@ class BashSandbox:
                 subprocess.run(["umount", "--lazy", str(root)], check=False)
                 self._mounted = False
             shutil.rmtree(root, ignore_errors=True)
+
+
+def copy_project(source: Path, target: Path) -> None:
+    """A real directory copied into ``target``: in a git work tree, the files git tracks or
+    does not ignore (as `aw-mcp world from-dir` takes them) and the repository itself; else
+    every file. Links are copied as links."""
+    listed = subprocess.run(
+        [
+            "git",
+            "-c",
+            "safe.directory=*",
+            "-C",
+            str(source),
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+        capture_output=True,
+    )
+    if listed.returncode != 0 or not (source / ".git").exists():
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        return
+    for name in sorted({n for n in listed.stdout.decode().split("\0") if n}):
+        path = source / name
+        if not path.is_symlink() and not path.is_file():
+            continue  # tracked but deleted from the work tree, or a submodule
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target / name, follow_symlinks=False)
+    shutil.copytree(source / ".git", target / ".git", symlinks=True)
 
 
 def _drop_write(path: Path) -> None:

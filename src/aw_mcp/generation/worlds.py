@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aw_mcp.domain.models import WorldSpec
@@ -40,6 +41,11 @@ class SandboxWorld:
     # every commit's date are pinned to it, so `ls -l` and `git log` print the same on
     # every run. None: the real clock.
     date: str | None = None
+    # A real directory whose copy is the working directory (what git does not ignore, and
+    # its .git), in place of ``files`` and ``git_commits``: the machine of a world that
+    # `aw-mcp world from-dir` made of it, as its facts only sketch it (sizes, folders not
+    # listed, the last commits).
+    source: Path | None = None
 
     @property
     def home(self) -> str:
@@ -87,12 +93,25 @@ class SandboxWorld:
         return facts
 
 
-def from_world(world: WorldSpec) -> SandboxWorld:
-    """The sandbox a world file's facts describe (the bundled Terminal world's, a --world)."""
+def from_world(world: WorldSpec, source: Path | None = None) -> SandboxWorld:
+    """The sandbox a world file's facts describe (the bundled Terminal world's, a --world);
+    with ``source``, its working directory is a copy of that real directory instead of the
+    files and history the facts give (a world `aw-mcp world from-dir` made of it)."""
     facts = world.facts
     missing = [k for k in ("hostname", "user", "working_directory") if k not in facts]
     if missing:
         raise UserInputError(f"the world does not say its {', '.join(missing)}")
+    if source is not None:
+        if not source.is_dir():
+            raise UserInputError(f"{source} is not a directory")
+        return SandboxWorld(
+            user=str(facts["user"]).split()[0],
+            hostname=str(facts["hostname"]),
+            working_directory=str(facts["working_directory"]),
+            kind="bundled",
+            date=facts["date"] if isinstance(facts.get("date"), str) else None,
+            source=source,
+        )
     files = facts.get("files")
     git = facts.get("git")
     commits = tuple(git.get("commits") or ()) if isinstance(git, dict) else ()
