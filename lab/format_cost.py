@@ -6,8 +6,10 @@
 
 For each answer of the first EPISODES episodes: the tokens it takes (the real observation, and
 in small-state the recall and change before it), the decode steps a model that writes exactly
-those tokens needs with prompt-lookup drafts from its context (``ContextDrafter`` as the
-llama.cpp engine uses it, seven positions a step at most), the milliseconds those steps cost at
+those tokens needs with prompt-lookup drafts from its context (``ContextDrafter``'s drafts
+and their sizing, seven positions a step at most; not the guesses that llama.cpp as PyPI
+builds it here adds to reach two positions a step, which would only add cost), the
+milliseconds those steps cost at
 the step costs measured on the 2-core CI machine (docs/engines.md), and the prompt tokens each
 call adds (the call, and in small-state its view). No model runs: this bounds what any model
 writing the format pays, whatever its accuracy.

@@ -45,4 +45,5 @@ for row in ${rows//,/ }; do
     *) echo "unknown row: $row" >&2 && exit 2 ;;
   esac
 done
-grep -H -m3 -i "exact" "$out"/*.score.txt || true
+# Each row's overall line (exact / similarity / exit code, model / empty / previous).
+grep -H -m1 "^| (all)" "$out"/*.score.txt || true

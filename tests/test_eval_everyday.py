@@ -268,7 +268,7 @@ def test_a_from_dir_worlds_real_side_runs_in_a_copy_of_its_directory(tmp_path):
     _project(project)
     world = world_from_dir(FromDirOptions(path=project)).world
     commands = ["pwd", "ls -A", "cat sub/b.txt a.txt", "git log --format=%s", "git status -s"]
-    assert real_observations(world, commands, source=project) == [
+    assert real_observations(world, commands, real_dir=project) == [
         "/home/dev/shop\n[exit code: 0]",
         ".git\n.gitignore\na.txt\nnew.txt\nsub\n[exit code: 0]",  # not the ignored secret.log
         "beta\nalpha\nmore\n[exit code: 0]",
@@ -283,3 +283,28 @@ def test_a_real_dir_that_is_not_a_directory_is_a_clear_error(tmp_path):
 
     with pytest.raises(UserInputError, match="is not a directory"):
         from_world(load_domain("terminal").world, source=tmp_path / "missing")
+
+
+def test_a_project_copy_takes_what_git_does_not_ignore_and_the_repository_at_its_root(tmp_path):
+    """copy_project (the real side of --real-dir) on the host, no sandbox: at a work tree's
+    root the repository comes too; in a folder inside one, only its files git keeps; outside
+    git, every file."""
+    from aw_mcp.generation.sandbox import copy_project
+
+    project = tmp_path / "shop"
+    _project(project)
+    (project / "sub" / "build.log").write_text("x\n")
+    (project / ".gitignore").write_text("secret.log\n*.log\n")
+
+    def copied(source):
+        target = tmp_path / f"copy-{source.name}"
+        copy_project(source, target)
+        paths = (p.relative_to(target).parts for p in target.rglob("*"))
+        return sorted("/".join(p) for p in paths if p[0] != ".git" or len(p) == 1)
+
+    assert copied(project) == [".git", ".gitignore", "a.txt", "new.txt", "sub", "sub/b.txt"]
+    assert copied(project / "sub") == ["b.txt"]  # build.log ignored, no .git here
+    plain = tmp_path / "plain"
+    (plain / "d").mkdir(parents=True)
+    (plain / "d" / "x.log").write_text("y\n")
+    assert copied(plain) == ["d", "d/x.log"]

@@ -161,8 +161,7 @@ class ContextDrafter:
         alike, so that answers still do not depend on the drafts: a drafted token (or a
         guess) the model takes extends a tail that occurred before, so the step that
         evaluated it is one where the tail was seen before without drafts too."""
-        found = self._own_occurrence()
-        return found is not None and found[1] >= self.settings.step_tail
+        return self.guess() is not None
 
     def _own_occurrence(self) -> tuple[int, int] | None:
         """``_earlier_occurrence`` of the sequence's tail of at most ``max_match`` tokens,

@@ -58,28 +58,28 @@ def same_answer(served: str, real: str) -> bool:
 
 
 def real_observations(
-    world: WorldSpec, commands: Sequence[str], source: Path | None = None
+    world: WorldSpec, commands: Sequence[str], real_dir: Path | None = None
 ) -> list[str]:
     """What bash prints for ``commands``, in one shell, on the machine ``world`` describes
-    (its working directory a copy of ``source`` where given: ``from_world``). Raises
+    (its working directory a copy of ``real_dir`` where given: ``from_world``). Raises
     SandboxUnavailable where this machine cannot build the sandbox."""
-    with BashSandbox(world=from_world(world, source)) as shell:
+    with BashSandbox(world=from_world(world, real_dir)) as shell:
         return [observation_text(*shell.run(command)) for command in commands]
 
 
 def real_steps(
-    world: WorldSpec, commands: Sequence[str], source: Path | None = None
+    world: WorldSpec, commands: Sequence[str], real_dir: Path | None = None
 ) -> list[tuple[str, StepState | None]]:
     """:func:`real_observations`, each with what its command read and changed where strace
     can follow the shell (None where it cannot: the session is then scored without state)."""
     if shutil.which("strace") is not None:
         try:
-            with BashSandbox(world=from_world(world, source), trace_state=True) as shell:
+            with BashSandbox(world=from_world(world, real_dir), trace_state=True) as shell:
                 traced = [shell.run_traced(command) for command in commands]
             return [(observation_text(output, code), step) for output, code, step in traced]
         except TraceUnavailable as exc:
             log.warning("%s; the session is scored without state", exc)
-    return [(observation, None) for observation in real_observations(world, commands, source)]
+    return [(observation, None) for observation in real_observations(world, commands, real_dir)]
 
 
 def shell_tool(simulator: WorldSimulator) -> ServedTool:
@@ -98,7 +98,7 @@ def real_session(
     commands: Sequence[str],
     domain: str,
     tool: str = TOOL,
-    source: Path | None = None,
+    real_dir: Path | None = None,
 ) -> RecordedEpisode:
     """The commands as a recorded real episode of ``domain``'s shell tool (``tool``: its
     name on the wire), run where ``real_steps`` runs them."""
@@ -118,7 +118,7 @@ def real_session(
             state=state,
         )
         for index, (command, (observation, state)) in enumerate(
-            zip(commands, real_steps(world, commands, source), strict=True), start=1
+            zip(commands, real_steps(world, commands, real_dir), strict=True), start=1
         )
     ]
     return RecordedEpisode(EPISODE_ID, domain, records)

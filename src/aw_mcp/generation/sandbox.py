@@ -334,7 +334,11 @@ class BashSandbox:
         workdir = self._host_path(world.working_directory)
         workdir.mkdir(parents=True, exist_ok=True)
         if world.source is not None:
-            copy_project(world.source, workdir)
+            try:
+                copy_project(world.source, workdir)
+            except OSError as exc:  # an unreadable file, a full disk: nothing left behind
+                self.close()
+                raise SandboxUnavailable(f"could not copy {world.source}: {exc}") from exc
         for name, content in world.files.items():
             target = workdir / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -495,8 +499,8 @@ class BashSandbox:
 
 def copy_project(source: Path, target: Path) -> None:
     """A real directory copied into ``target``: in a git work tree, the files git tracks or
-    does not ignore (as `aw-mcp world from-dir` takes them) and the repository itself; else
-    every file. Links are copied as links."""
+    does not ignore (as `aw-mcp world from-dir` takes them), and the repository where
+    ``source`` is its root; elsewhere every file. Links are copied as links."""
     listed = subprocess.run(
         [
             "git",
@@ -512,7 +516,7 @@ def copy_project(source: Path, target: Path) -> None:
         ],
         capture_output=True,
     )
-    if listed.returncode != 0 or not (source / ".git").exists():
+    if listed.returncode != 0:  # not in a work tree (or no git): every file
         shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
         return
     for name in sorted({n for n in listed.stdout.decode().split("\0") if n}):
@@ -521,7 +525,8 @@ def copy_project(source: Path, target: Path) -> None:
             continue  # tracked but deleted from the work tree, or a submodule
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target / name, follow_symlinks=False)
-    shutil.copytree(source / ".git", target / ".git", symlinks=True)
+    if (source / ".git").is_dir():  # a folder inside a work tree has none to copy
+        shutil.copytree(source / ".git", target / ".git", symlinks=True)
 
 
 def _drop_write(path: Path) -> None:

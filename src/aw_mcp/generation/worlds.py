@@ -16,7 +16,7 @@ training never uses.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,32 +101,25 @@ def from_world(world: WorldSpec, source: Path | None = None) -> SandboxWorld:
     missing = [k for k in ("hostname", "user", "working_directory") if k not in facts]
     if missing:
         raise UserInputError(f"the world does not say its {', '.join(missing)}")
+    machine = SandboxWorld(
+        user=str(facts["user"]).split()[0],
+        hostname=str(facts["hostname"]),
+        working_directory=str(facts["working_directory"]),
+        kind="bundled",
+        date=facts["date"] if isinstance(facts.get("date"), str) else None,
+    )
     if source is not None:
         if not source.is_dir():
             raise UserInputError(f"{source} is not a directory")
-        return SandboxWorld(
-            user=str(facts["user"]).split()[0],
-            hostname=str(facts["hostname"]),
-            working_directory=str(facts["working_directory"]),
-            kind="bundled",
-            date=facts["date"] if isinstance(facts.get("date"), str) else None,
-            source=source,
-        )
+        return replace(machine, source=source)
     files = facts.get("files")
     git = facts.get("git")
     commits = tuple(git.get("commits") or ()) if isinstance(git, dict) else ()
     if isinstance(files, dict) and len(commits) > 1:
         # The history writes it again, commit by commit (``built_files``).
         files = {k: v for k, v in files.items() if k != HISTORY_FILE}
-    return SandboxWorld(
-        user=str(facts["user"]).split()[0],
-        hostname=str(facts["hostname"]),
-        working_directory=str(facts["working_directory"]),
-        files={str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {},
-        git_commits=commits,
-        kind="bundled",
-        date=facts["date"] if isinstance(facts.get("date"), str) else None,
-    )
+    files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+    return replace(machine, files=files, git_commits=commits)
 
 
 # --- drawing ------------------------------------------------------------------------------
