@@ -156,9 +156,11 @@ async def test_the_context_fitter_summarizes_the_oldest_turns_to_fit():
         ("run_command", {"command": f"echo {i} " + "x" * 80}, f"{i} " + "x" * 80) for i in range(20)
     ]
     episode = episode_with(*steps)
-    messages = await fitter.fit(
-        episode, RUN, ToolCall(tool="run_command", arguments={"command": "ls"}), 24
-    )
+    messages = (
+        await fitter.fit(
+            episode, RUN, ToolCall(tool="run_command", arguments={"command": "ls"}), 24
+        )
+    ).messages
     assert await engine.count_tokens(messages) <= 1000 - 24
     assert 0 < episode.omitted_turns < 20
     assert "earlier steps are not shown in full" in messages[0].content
@@ -175,11 +177,11 @@ async def test_a_window_shorter_than_the_context_is_what_the_prompt_fits_in():
     action = ToolCall(tool="run_command", arguments={"command": "ls"})
     engine = FakeEngine(context_window=100_000)
     whole = episode_with(*steps)
-    everything = await ContextFitter(engine, PromptProfile()).fit(whole, RUN, action, 24)
+    everything = (await ContextFitter(engine, PromptProfile()).fit(whole, RUN, action, 24)).messages
     assert whole.omitted_turns == 0 and await engine.count_tokens(everything) > 1000
     windowed = episode_with(*steps)
     fitter = ContextFitter(engine, PromptProfile(), window=1000)
-    messages = await fitter.fit(windowed, RUN, action, 24)
+    messages = (await fitter.fit(windowed, RUN, action, 24)).messages
     assert await engine.count_tokens(messages) <= 1000 - 24
     assert 0 < windowed.omitted_turns < 20
     assert (
@@ -191,6 +193,26 @@ async def test_a_window_shorter_than_the_context_is_what_the_prompt_fits_in():
     with pytest.raises(PromptTooLongError, match="--window-tokens leaves"):
         too_long = ToolCall(tool="run_command", arguments={"command": "z" * 8000})
         await fitter.fit(Episode("ep", "tiny"), RUN, too_long, 24)
+
+
+@pytest.mark.anyio
+async def test_a_budget_sized_for_long_answers_leaves_a_small_window_its_prompt():
+    """A tool's budget may be most of a small context (a shell's 1,664 tokens in --n-ctx
+    2048): the prompt keeps two thirds of the window, and the answer's budget is the room the
+    context has left; where the window is large the whole budget is kept free."""
+    engine = FakeEngine(context_window=2048)
+    fitter = ContextFitter(engine, PromptProfile())
+    action = ToolCall(tool="run_command", arguments={"command": "git diff --stat"})
+    steps = [("run_command", {"command": f"echo {i} " + "x" * 40}, str(i)) for i in range(10)]
+    prompt = await fitter.fit(episode_with(*steps), RUN, action, 1664)
+    used = await engine.count_tokens(prompt.messages)
+    assert 2048 - used < 1664  # the old rule, the whole budget kept free, refused it
+    assert prompt.answer_tokens == 2048 - used
+    roomy = FakeEngine(context_window=100_000)
+    prompt = await ContextFitter(roomy, PromptProfile()).fit(
+        episode_with(*steps), RUN, action, 1664
+    )
+    assert prompt.answer_tokens == 1664
 
 
 @pytest.mark.anyio
@@ -301,6 +323,6 @@ async def test_a_refused_oversized_call_leaves_the_history_whole():
         await fitter.fit(episode, RUN, huge, 24)
     assert episode.omitted_turns == 0
     small = ToolCall(tool="run_command", arguments={"command": "ls"})
-    messages = await fitter.fit(episode, RUN, small, 24)
+    messages = (await fitter.fit(episode, RUN, small, 24)).messages
     assert "earlier steps are not shown in full" not in messages[0].content
     assert all(f"echo {i}" in "".join(m.content for m in messages) for i in range(3))

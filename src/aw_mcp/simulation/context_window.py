@@ -3,11 +3,18 @@
 When the history overflows, the oldest turns are summarized in the system message instead of
 shown in full. Trimming goes well under the budget (``TRIM_TARGET``) so the next steps keep a
 stable prompt prefix, and with it their KV cache, instead of trimming again at every step.
+
+The answer's budget is kept free of the prompt, up to ``ANSWER_SHARE`` of the window: a tool's
+budget is sized for its longest real answers (a shell's: git's usage text, 1,562 tokens), and
+reserving all of it from a small window would leave the prompt too little (``--n-ctx 2048``:
+384 tokens, less than a system prompt). Past that share the answer runs on into whatever room
+the context has left (``FittedPrompt.answer_tokens``).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aw_mcp.domain.catalogue import ServedTool
@@ -24,6 +31,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TRIM_TARGET = 0.7
+ANSWER_SHARE = 1 / 3  # of the window, at most, kept from the prompt for the answer
+
+
+@dataclass(frozen=True)
+class FittedPrompt:
+    messages: list[ChatMessage]
+    answer_tokens: int  # the answer's budget, cut to the room the context has left
 
 
 class PromptTooLongError(EngineError):
@@ -59,11 +73,11 @@ class ContextFitter:
         action: ToolCall,
         max_tokens: int,
         view: str | None = None,
-    ) -> list[ChatMessage]:
-        """Messages that leave ``max_tokens`` for the answer, trimming the oldest turns if they
-        must go (``episode.omitted_turns`` remembers how many). ``view``: the state shown next
-        to the action (a profile that keeps state)."""
-        budget = self.window_tokens - max_tokens
+    ) -> FittedPrompt:
+        """Messages that leave ``max_tokens`` for the answer (``ANSWER_SHARE`` of the window at
+        most), trimming the oldest turns if they must go (``episode.omitted_turns`` remembers
+        how many). ``view``: the state shown next to the action (a profile that keeps state)."""
+        budget = self.window_tokens - min(max_tokens, int(self.window_tokens * ANSWER_SHARE))
         conditions = episode.active_conditions()
         examples = (
             self.grounding.examples(action.tool, action.arguments, episode.turns)
@@ -95,7 +109,7 @@ class ContextFitter:
         messages = build(omitted)
         used = await self.engine.count_tokens(messages)
         if used <= budget:
-            return messages
+            return self._fitted(messages, used, max_tokens)
         before = omitted
         target = int(budget * TRIM_TARGET)
         while used > target and omitted < len(episode.turns):
@@ -126,4 +140,7 @@ class ContextFitter:
             used,
             budget,
         )
-        return messages
+        return self._fitted(messages, used, max_tokens)
+
+    def _fitted(self, messages: list[ChatMessage], used: int, max_tokens: int) -> FittedPrompt:
+        return FittedPrompt(messages, min(max_tokens, self.engine.context_window - used))

@@ -207,9 +207,9 @@ class WorldSimulator:
         ):
             return repeated, "replay", None, None
         max_tokens = served.spec.simulation.max_tokens or served.domain.generation.max_tokens
-        messages = await self.context.fit(episode, served, action, max_tokens, view)
+        prompt = await self.context.fit(episode, served, action, max_tokens, view)
         answer, stats, step = await self.generator.generate_step(
-            episode, served, messages, max_tokens, progress, episode.world_state
+            episode, served, prompt.messages, prompt.answer_tokens, progress, episode.world_state
         )
         return answer, "model", stats, step
 
