@@ -216,6 +216,28 @@ async def test_a_budget_sized_for_long_answers_leaves_a_small_window_its_prompt(
 
 
 @pytest.mark.anyio
+async def test_a_tool_that_reserves_less_than_its_budget_keeps_its_history():
+    """reserved_tokens: a shell keeps 256 tokens of its 1,664 free of the prompt, so a history
+    that fits beside 256 is shown whole (beside its whole budget it would be cut), and the
+    answer may still run to 1,664 where the context has room."""
+    steps = [
+        ("run_command", {"command": f"echo {i} " + "x" * 80}, f"{i} " + "x" * 80) for i in range(20)
+    ]
+    action = ToolCall(tool="run_command", arguments={"command": "ls"})
+    engine = FakeEngine(context_window=100_000)
+    whole = await ContextFitter(engine, PromptProfile()).fit(episode_with(*steps), RUN, action, 1)
+    window = await engine.count_tokens(whole.messages) + 300
+    fitter = ContextFitter(engine, PromptProfile(), window=window)
+    reserving = episode_with(*steps)
+    prompt = await fitter.fit(reserving, RUN, action, 1664, reserved_tokens=256)
+    assert reserving.omitted_turns == 0 and prompt.messages == whole.messages
+    assert prompt.answer_tokens == 1664
+    budgeted = episode_with(*steps)
+    await fitter.fit(budgeted, RUN, action, 1664)
+    assert budgeted.omitted_turns > 0
+
+
+@pytest.mark.anyio
 async def test_a_prompt_that_cannot_fit_is_a_clear_error():
     fitter = ContextFitter(FakeEngine(context_window=300), PromptProfile())
     action = ToolCall(tool="run_command", arguments={"command": "z" * 4000})

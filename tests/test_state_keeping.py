@@ -132,9 +132,7 @@ async def test_a_view_repeats_no_block_an_earlier_view_showed_and_a_restart_cuts
 
 @pytest.mark.parametrize(
     ("context_window", "window_tokens"),
-    # the context window, or --window-tokens below it: 966 tokens, of which the shell's answer
-    # keeps a third (its budget is larger), leave the prompt 644
-    [(966, None), (100_000, 966)],
+    [(900, None), (100_000, 900)],  # the context window, or --window-tokens below it
     ids=["context-window", "window-tokens"],
 )
 async def test_history_cut_to_fit_is_told_as_the_state_it_left(context_window, window_tokens):

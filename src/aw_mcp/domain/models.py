@@ -168,6 +168,15 @@ class ToolSimulation(BaseModel):
         default=None, description="What a real observation of this tool looks like."
     )
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    reserved_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=32768,
+        description="Tokens the prompt always leaves for an answer (default: max_tokens); a "
+        "longer answer, up to max_tokens, runs into what the context has left. For a tool "
+        "whose answers are mostly short and rarely long, so history is not given up for "
+        "every call.",
+    )
     answer_grammar: TextGrammar | None = Field(
         default=None,
         description="For a tool answered in text: the form of its answers, kept to while "

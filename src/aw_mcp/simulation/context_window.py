@@ -4,11 +4,13 @@ When the history overflows, the oldest turns are summarized in the system messag
 shown in full. Trimming goes well under the budget (``TRIM_TARGET``) so the next steps keep a
 stable prompt prefix, and with it their KV cache, instead of trimming again at every step.
 
-The answer's budget is kept free of the prompt, up to ``ANSWER_SHARE`` of the window: a tool's
-budget is sized for its longest real answers (a shell's: git's usage text, 1,562 tokens), and
-reserving all of it from a small window would leave the prompt too little (``--n-ctx 2048``:
-384 tokens, less than a system prompt). Past that share the answer runs on into whatever room
-the context has left (``FittedPrompt.answer_tokens``).
+The prompt leaves room for the answer: the tool's ``reserved_tokens`` (default its budget,
+``max_tokens``), at most ``ANSWER_SHARE`` of the window. A budget is sized for the tool's
+longest real answers; a shell's are mostly a few lines but reach 1,562 tokens (git's usage
+text), so it reserves less than its budget rather than give up history on every call, and no
+budget may take a small window from its prompt (``--n-ctx 2048`` would leave 384 tokens, less
+than a system prompt). An answer longer than the room kept runs on into whatever the context
+has left (``FittedPrompt.answer_tokens``).
 """
 
 from __future__ import annotations
@@ -73,11 +75,14 @@ class ContextFitter:
         action: ToolCall,
         max_tokens: int,
         view: str | None = None,
+        reserved_tokens: int | None = None,
     ) -> FittedPrompt:
-        """Messages that leave ``max_tokens`` for the answer (``ANSWER_SHARE`` of the window at
-        most), trimming the oldest turns if they must go (``episode.omitted_turns`` remembers
-        how many). ``view``: the state shown next to the action (a profile that keeps state)."""
-        budget = self.window_tokens - min(max_tokens, int(self.window_tokens * ANSWER_SHARE))
+        """Messages that leave ``reserved_tokens`` (default ``max_tokens``, ``ANSWER_SHARE``
+        of the window at most) for the answer, trimming the oldest turns if they must go
+        (``episode.omitted_turns`` remembers how many). ``view``: the state shown next to the
+        action (a profile that keeps state)."""
+        reserved = min(reserved_tokens or max_tokens, max_tokens)
+        budget = self.window_tokens - min(reserved, int(self.window_tokens * ANSWER_SHARE))
         conditions = episode.active_conditions()
         examples = (
             self.grounding.examples(action.tool, action.arguments, episode.turns)

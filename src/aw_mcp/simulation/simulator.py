@@ -207,7 +207,8 @@ class WorldSimulator:
         ):
             return repeated, "replay", None, None
         max_tokens = served.spec.simulation.max_tokens or served.domain.generation.max_tokens
-        prompt = await self.context.fit(episode, served, action, max_tokens, view)
+        reserved = served.spec.simulation.reserved_tokens
+        prompt = await self.context.fit(episode, served, action, max_tokens, view, reserved)
         answer, stats, step = await self.generator.generate_step(
             episode, served, prompt.messages, prompt.answer_tokens, progress, episode.world_state
         )
