@@ -33,13 +33,10 @@ MAX_OTHERS = 400  # answers compared per call (the first ones); enough for a sta
 
 def measure(server: str, episodes: int) -> str:
     root = DATA / server
-    held = list(load_record_dir(root / "heldout"))[:episodes]
-    pool = [
-        episode
-        for split in ("heldout", "train")
-        if (root / split).exists()
-        for episode in load_record_dir(root / split)
-    ]
+    heldout = list(load_record_dir(root / "heldout"))
+    held = heldout[:episodes]
+    train = list(load_record_dir(root / "train")) if (root / "train").exists() else []
+    pool = heldout + train
     typical: list[float] = []
     best: list[float] = []
     for episode in held:

@@ -65,6 +65,22 @@ def test_validation_error_names_line_and_field(tmp_path):
     assert f"{path}:5: tools[1].name:" in message
 
 
+def test_a_reserve_over_the_answer_budget_is_a_clear_error(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: greedy
+        instructions: hi
+        generation: {max_tokens: 128}
+        tools:
+          - name: t
+            simulation: {reserved_tokens: 256}
+        """,
+    )
+    with pytest.raises(DataFileError, match="'t': reserved_tokens 256 is more than the 128"):
+        load_domain(str(path))
+
+
 def test_an_invalid_input_schema_is_rejected_with_its_line(tmp_path):
     path = write(
         tmp_path,

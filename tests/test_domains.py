@@ -160,7 +160,7 @@ def test_no_generation_budget_cuts_a_real_observation_of_its_tool():
     for (name, tool_name), tokens in sorted(longest.items()):
         domain = load_domain(name)
         tool = domain.tool(tool_name)
-        budget = tool.simulation.max_tokens or domain.generation.max_tokens
+        budget = domain.answer_budget(tool)
         if tokens > budget:
             cut.append(f"{name}/{tool_name}: {tokens} real tokens > budget {budget}")
     assert not cut, "\n".join(cut)

@@ -477,5 +477,21 @@ class DomainSpec(BaseModel):
                 raise ValueError(f"demonstration uses unknown tool {demo.tool!r}")
         return self
 
+    @model_validator(mode="after")
+    def _reserves_within_budgets(self) -> DomainSpec:
+        for tool in self.tools:
+            reserved, budget = tool.simulation.reserved_tokens, self.answer_budget(tool)
+            if reserved is not None and reserved > budget:
+                raise ValueError(
+                    f"tool {tool.name!r}: reserved_tokens {reserved} is more than the "
+                    f"{budget} tokens its answers may take (max_tokens)"
+                )
+        return self
+
+    def answer_budget(self, tool: ToolSpec) -> int:
+        """The most tokens an answer of ``tool`` may take: its own max_tokens, else the
+        domain's."""
+        return tool.simulation.max_tokens or self.generation.max_tokens
+
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -81,8 +81,8 @@ class ContextFitter:
         of the window at most) for the answer, trimming the oldest turns if they must go
         (``episode.omitted_turns`` remembers how many). ``view``: the state shown next to the
         action (a profile that keeps state)."""
-        reserved = min(reserved_tokens or max_tokens, max_tokens)
-        budget = self.window_tokens - min(reserved, int(self.window_tokens * ANSWER_SHARE))
+        reserved = min(reserved_tokens or max_tokens, int(self.window_tokens * ANSWER_SHARE))
+        budget = self.window_tokens - reserved
         conditions = episode.active_conditions()
         examples = (
             self.grounding.examples(action.tool, action.arguments, episode.turns)

@@ -206,7 +206,7 @@ class WorldSimulator:
             and (repeated := self.repeats.lookup(episode, served, arguments)) is not None
         ):
             return repeated, "replay", None, None
-        max_tokens = served.spec.simulation.max_tokens or served.domain.generation.max_tokens
+        max_tokens = served.domain.answer_budget(served.spec)
         reserved = served.spec.simulation.reserved_tokens
         prompt = await self.context.fit(episode, served, action, max_tokens, view, reserved)
         answer, stats, step = await self.generator.generate_step(
